@@ -1,0 +1,32 @@
+"""Where dlmeval finds data: ``DLMEVAL_DATA``, else ``../shared/data`` beside a source checkout, else the user's
+data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_cache_dir, user_data_dir
+
+from dlmeval.errors import InputError
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    if explicit:
+        p = Path(explicit)
+    elif os.environ.get("DLMEVAL_DATA"):
+        p = Path(os.environ["DLMEVAL_DATA"])
+    else:
+        repo = Path(__file__).resolve().parents[3]
+        p = repo.parent / "shared" / "data"
+        if not p.exists():
+            p = Path(user_data_dir("dlmeval")) / "data"
+    if not p.exists():
+        raise InputError(f"data directory {p} does not exist; set DLMEVAL_DATA or pass --data-dir")
+    return p
+
+
+def cache_dir() -> Path:
+    p = Path(os.environ.get("DLMEVAL_CACHE") or user_cache_dir("dlmeval"))
+    p.mkdir(parents=True, exist_ok=True)
+    return p

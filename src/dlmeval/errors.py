@@ -1,0 +1,17 @@
+"""Errors that the CLI turns into one clear message and exit code 2 (no traceback unless --debug)."""
+
+
+class DlmevalError(Exception):
+    """Base class of every error dlmeval raises on purpose."""
+
+
+class InputError(DlmevalError, ValueError):
+    """Bad input from the user: a path, a text, a spec, a data file."""
+
+
+class ModelNotFoundError(InputError):
+    """A model that is not on disk (dlmeval never downloads unless asked)."""
+
+
+class DataFormatError(InputError):
+    """A malformed data file; the message names the file and the line."""

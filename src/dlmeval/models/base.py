@@ -1,0 +1,355 @@
+"""The one interface every diffusion LM family is seen through.
+
+Everything above ``dlmeval.models`` talks to a :class:`DiffusionLM` (or a :class:`dlmeval.models.causal.CausalLM`)
+and never to a family. The quirks live in the adapters:
+
+* which token id is the mask, which ids end a text (EOS / EoT),
+* padding side,
+* logit alignment: Dream-style models predict token ``i`` from the output at ``i - 1``
+  (``logit_shift = 1``); the base class re-aligns so that position ``i`` always scores token ``i``,
+* how to split the network into "trunk" (hidden states) and "head" (vocabulary projection), so that the
+  memory-lean path can project only the requested positions.
+
+Every forward pass increments :attr:`DiffusionLM.nfe` by one, and :attr:`DiffusionLM.rows_forwarded` by the batch
+size. Protocols read NFE from this counter and never compute it by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from dlmeval.errors import InputError
+
+
+@dataclass
+class RunOut:
+    """What an adapter's trunk returns: either the last hidden state (then ``head`` projects it) or full logits."""
+
+    last_hidden: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class ForwardOut:
+    logits: torch.Tensor  # float32 [B, L, V], position i scores token i
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class PositionScores:
+    """Scores at selected positions, flattened in row-major (batch, position) order."""
+
+    batch_index: torch.Tensor  # [N]
+    position: torch.Tensor  # [N]
+    logprob: torch.Tensor  # [N] float32: log p(target | input) at that position
+    entropy: torch.Tensor | None = None  # [N] float32, nats
+    top_ids: torch.Tensor | None = None  # [N, k]
+    top_logprobs: torch.Tensor | None = None  # [N, k]
+    max_logprob: torch.Tensor | None = None  # [N] log of the largest probability
+
+
+@dataclass
+class ModelIdentity:
+    name: str
+    family: str
+    source: str
+    weights_sha256: str
+    dtype: str
+    device: str
+    mask_token_id: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {
+            "name": self.name,
+            "family": self.family,
+            "source": self.source,
+            "weights_sha256": self.weights_sha256,
+            "dtype": self.dtype,
+            "device": self.device,
+        }
+        if self.mask_token_id is not None:
+            d["mask_token_id"] = self.mask_token_id
+        d.update(self.extra)
+        return d
+
+
+def state_dict_sha256(module: nn.Module) -> str:
+    """A content hash of a module's parameters and buffers (name, dtype, shape, bytes), independent of file format."""
+    h = hashlib.sha256()
+    seen: set[int] = set()
+    for name, t in sorted(module.state_dict().items()):
+        if t.data_ptr() in seen and t.numel() > 0:
+            continue  # tied weights are hashed once
+        seen.add(t.data_ptr())
+        h.update(name.encode())
+        h.update(str(t.dtype).encode())
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def resolve_device(device: str | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"device {device!r} was asked for, but no CUDA device is available; use --device cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16}
+    if dtype not in table:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of float32, bfloat16, float16")
+    return table[dtype]
+
+
+class _TokenizerMixin:
+    """Tokenization and padding shared by the diffusion and causal interfaces."""
+
+    tokenizer: Any
+    padding_side: str
+    pad_token_id: int
+    device: torch.device
+    max_length: int
+
+    def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
+        if not isinstance(text, str):
+            raise InputError(f"expected a string, got {type(text).__name__}")
+        return list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def pad(self, seqs: Sequence[Sequence[int]], *, length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pad id lists into ``(input_ids, attention_mask)`` on the model's device, on the family's padding side."""
+        if not seqs:
+            raise InputError("cannot pad an empty batch")
+        width = max(len(s) for s in seqs) if length is None else length
+        ids = torch.full((len(seqs), width), self.pad_token_id, dtype=torch.long)
+        attn = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):
+            n = len(s)
+            if n > width:
+                raise InputError(f"sequence of {n} tokens does not fit a width of {width}")
+            if n == 0:
+                continue
+            if self.padding_side == "left":
+                ids[i, width - n :] = torch.as_tensor(list(s), dtype=torch.long)
+                attn[i, width - n :] = 1
+            else:
+                ids[i, :n] = torch.as_tensor(list(s), dtype=torch.long)
+                attn[i, :n] = 1
+        return ids.to(self.device), attn.to(self.device)
+
+    def offset(self, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Index of each row's first real token (non-zero only with left padding)."""
+        if self.padding_side == "left":
+            return attention_mask.shape[1] - attention_mask.sum(dim=1)
+        return torch.zeros(attention_mask.shape[0], dtype=torch.long, device=attention_mask.device)
+
+
+def length_sorted_batches(lengths: Sequence[int], *, batch_size: int | None = None,
+                          max_tokens: int | None = None) -> Iterator[list[int]]:
+    """Yield lists of indices, longest first, so that padding is small.
+
+    ``max_tokens`` bounds ``batch_rows * longest_row``; ``batch_size`` bounds the rows. The order of items inside the
+    result never changes a number: every model call is per-row independent (see the batch-invariance tests).
+    """
+    if batch_size is None and max_tokens is None:
+        batch_size = 16
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batch: list[int] = []
+    width = 0
+    for i in order:
+        w = max(width, lengths[i], 1)
+        too_many_rows = batch_size is not None and len(batch) + 1 > batch_size
+        too_many_tokens = max_tokens is not None and w * (len(batch) + 1) > max_tokens
+        if batch and (too_many_rows or too_many_tokens):
+            yield batch
+            batch, w = [], max(lengths[i], 1)
+        batch.append(i)
+        width = w
+    if batch:
+        yield batch
+
+
+class DiffusionLM(_TokenizerMixin):
+    """A masked diffusion LM (or any bidirectional masked LM) behind one interface.
+
+    Subclasses implement :meth:`_run` (the trunk) and, when the trunk returns hidden states, :meth:`_head`.
+    """
+
+    family: str = "abstract"
+    #: 1 for Dream-style models whose output at i-1 predicts token i; the base class re-aligns.
+    logit_shift: int = 0
+    #: whether the network takes the masking level as an input; if not, a step that changes no token is a no-op.
+    time_conditioned: bool = False
+
+    def __init__(self, module: nn.Module, tokenizer: Any, *, name: str, source: str, mask_token_id: int,
+                 max_length: int, device: torch.device, dtype: torch.dtype, padding_side: str = "right",
+                 pad_token_id: int | None = None, eos_token_ids: Sequence[int] = (),
+                 bos_token_id: int | None = None, chat_template: bool = False):
+        self.module = module
+        self.tokenizer = tokenizer
+        self.name = name
+        self.source = source
+        self.mask_token_id = int(mask_token_id)
+        self.max_length = int(max_length)
+        self.device = device
+        self.dtype = dtype
+        self.padding_side = padding_side
+        if pad_token_id is None:
+            pad_token_id = getattr(tokenizer, "pad_token_id", None)
+        self.pad_token_id = int(pad_token_id if pad_token_id is not None else self.mask_token_id)
+        self.eos_token_ids = tuple(int(t) for t in eos_token_ids)
+        self.bos_token_id = bos_token_id
+        self.has_chat_template = chat_template
+        self.nfe = 0
+        self.rows_forwarded = 0
+        self._sha: str | None = None
+
+    # ------------------------------------------------------------------ adapter hooks
+    def _run(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
+             inputs_embeds: torch.Tensor | None, output_hidden_states: bool) -> RunOut:
+        raise NotImplementedError
+
+    def _head(self, hidden: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ bookkeeping
+    def reset_nfe(self) -> None:
+        self.nfe = 0
+        self.rows_forwarded = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.input_embeddings().weight.shape[0])
+
+    def input_embeddings(self) -> nn.Embedding:
+        emb = self.module.get_input_embeddings()
+        assert isinstance(emb, nn.Embedding)
+        return emb
+
+    def identity(self) -> ModelIdentity:
+        if self._sha is None:
+            self._sha = state_dict_sha256(self.module)
+        return ModelIdentity(self.name, self.family, self.source, self._sha, str(self.dtype).replace("torch.", ""),
+                             self.device.type, self.mask_token_id)
+
+    def invalidate_identity(self) -> None:
+        """Call after changing weights (training) so the hash is recomputed."""
+        self._sha = None
+
+    # ------------------------------------------------------------------ forward passes
+    def _count(self, batch: int) -> None:
+        self.nfe += 1
+        self.rows_forwarded += batch
+
+    def _checked(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> int:
+        x = input_ids if input_ids is not None else inputs_embeds
+        if x is None:
+            raise InputError("either input_ids or inputs_embeds is needed")
+        if x.shape[1] > self.max_length:
+            raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
+        return int(x.shape[0])
+
+    def _aligned(self, t: torch.Tensor) -> torch.Tensor:
+        """Re-align a per-position tensor [B, L, ...] so that position i holds what predicts token i."""
+        if self.logit_shift == 0:
+            return t
+        return torch.cat([t[:, :1], t[:, :-1]], dim=1)
+
+    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None, *,
+                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False) -> ForwardOut:
+        """Full float32 logits ``[B, L, V]``, aligned. Keeps autograd (use :meth:`logits` for inference)."""
+        b = self._checked(input_ids, inputs_embeds)
+        out = self._run(input_ids, attention_mask, inputs_embeds, output_hidden_states)
+        self._count(b)
+        logits = out.logits if out.logits is not None else self._head(out.last_hidden)
+        return ForwardOut(self._aligned(logits.float()), out.hidden_states)
+
+    @torch.no_grad()
+    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.forward(input_ids, attention_mask).logits
+
+    @torch.no_grad()
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, ...]:
+        """Hidden states of every layer (embeddings first), float32 ``[B, L, H]`` each."""
+        b = self._checked(input_ids, None)
+        out = self._run(input_ids, attention_mask, None, True)
+        self._count(b)
+        assert out.hidden_states is not None
+        return tuple(h.float() for h in out.hidden_states)
+
+    def score_positions(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
+                        positions: torch.Tensor, targets: torch.Tensor | None = None, *,
+                        inputs_embeds: torch.Tensor | None = None, entropy: bool = False, top_k: int = 0,
+                        chunk: int = 4096) -> PositionScores:
+        """Log-probabilities only at ``positions`` (bool ``[B, L]``), the memory-lean path.
+
+        ``targets`` (``[B, L]`` long; read only where ``positions``) are the tokens to score; when omitted,
+        ``logprob`` holds the log of the largest probability. The ``[B, L, V]`` float32 tensor is never built:
+        hidden states are gathered at the positions (shifted for Dream-style models) and projected in chunks of
+        ``chunk`` rows. Gradients flow when called outside ``torch.no_grad``.
+        """
+        b = self._checked(input_ids, inputs_embeds)
+        if positions.dtype != torch.bool:
+            raise InputError("positions must be a boolean mask [B, L]")
+        out = self._run(input_ids, attention_mask, inputs_embeds, False)
+        self._count(b)
+        bi, pi = positions.nonzero(as_tuple=True)
+        src = (pi - self.logit_shift).clamp(min=0)
+        tgt = targets[bi, pi] if targets is not None else None
+        lp, ent, tids, tlps, mx = [], [], [], [], []
+        for s in range(0, bi.numel(), chunk):
+            sl = slice(s, s + chunk)
+            if out.logits is not None:
+                z = out.logits[bi[sl], src[sl]].float()
+            else:
+                z = self._head(out.last_hidden[bi[sl], src[sl]]).float()
+            logp = torch.log_softmax(z, dim=-1)
+            m = logp.max(dim=-1).values
+            mx.append(m)
+            lp.append(logp.gather(1, tgt[sl].unsqueeze(1)).squeeze(1) if tgt is not None else m)
+            if entropy:
+                ent.append(-(logp.exp() * logp).sum(-1))
+            if top_k:
+                v, i = logp.topk(top_k, dim=-1)
+                tids.append(i)
+                tlps.append(v)
+        empty = torch.zeros(0, device=positions.device)
+        cat = (lambda xs: torch.cat(xs) if xs else empty)  # noqa: E731
+        return PositionScores(
+            batch_index=bi, position=pi, logprob=cat(lp),
+            entropy=cat(ent) if entropy else None,
+            top_ids=torch.cat(tids) if top_k and tids else (torch.zeros(0, top_k, dtype=torch.long) if top_k else None),
+            top_logprobs=torch.cat(tlps) if top_k and tlps else (torch.zeros(0, top_k) if top_k else None),
+            max_logprob=cat(mx),
+        )
+
+    # ------------------------------------------------------------------ conveniences
+    def to_inputs(self, seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.pad(seqs)
+
+    def train_mode(self, on: bool = True) -> None:
+        self.module.train(on)
+
+    def parameters(self):
+        return self.module.parameters()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, family={self.family!r}, device={self.device.type})"
