@@ -1,0 +1,5 @@
+import sys
+
+from dlmeval.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""The ``dlmeval`` command line.
+
+Each sub-command lives in its own module of this package, exposing ``register(subparsers)`` that adds its parser
+and sets ``func=run`` (a callable taking the parsed args and returning an exit code or None). Modules are listed in
+``COMMANDS`` in the order ``--help`` shows them.
+
+Errors of type :class:`dlmeval.errors.DlmevalError` (bad input, missing model, malformed data) print one line and
+exit with code 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+
+from dlmeval import __version__
+from dlmeval.errors import DlmevalError
+
+# (module, group) in help order: the three pillars first, then utilities.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("score", "scoring"),
+    ("meta_eval", "scoring"),
+    ("care", "sampling"),
+    ("sample", "sampling"),
+    ("robust", "robustness"),
+    ("perturb", "robustness"),
+    ("train", "utilities"),
+    ("models", "utilities"),
+    ("runs", "utilities"),
+    ("report", "utilities"),
+    ("leaderboard", "utilities"),
+    ("demo", "utilities"),
+)
+
+EPILOG = """\
+pillars:
+  scoring      score, meta-eval           DiffScore: masked-reconstruction quality scores
+  sampling     care, sample               Care: compute-aware remasking sampler and protocol
+  robustness   robust, perturb            perturbations, RDI/AURDI, calibration, IPM, D-GCG, probes
+utilities      train, models, runs, report, leaderboard, demo
+
+Every result is printed with its run signature; runs are stored in SQLite (--store PATH, or DLMEVAL_STORE).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlmeval", description="Evaluation toolkit for diffusion language models.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"dlmeval {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON output on stdout")
+    p.add_argument("--store", default=None, help="run store (SQLite file); default: DLMEVAL_STORE or user data dir")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for mod, _group in COMMANDS:
+        name = f"dlmeval.cli.{mod}"
+        if importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    if not args.debug:
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        rc = args.func(args)
+    except DlmevalError as e:
+        if args.debug:
+            raise
+        print(f"dlmeval: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dlmeval: interrupted; a rerun of the same command resumes where it stopped", file=sys.stderr)
+        return 130
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
