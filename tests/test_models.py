@@ -1,0 +1,185 @@
+import pytest
+import torch
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models import length_sorted_batches, load_causal_lm, load_diffusion, tiny_model
+
+DIFFUSION = ["bert", "llada", "dream"]
+TEXTS = ["the cat sat on the big red house .", "a dog", "paris is the capital of france", "one two three"]
+
+
+@pytest.mark.parametrize("kind", DIFFUSION)
+def test_forward_counter_is_exact(kind):
+    m = tiny_model(kind)
+    ids, attn = m.pad([m.encode(t) for t in TEXTS])
+    assert m.nfe == 0
+    m.logits(ids, attn)
+    m.logits(ids[:2], attn[:2])
+    m.score_positions(ids, attn, attn.bool(), ids)
+    m.hidden_states(ids[:1], attn[:1])
+    assert m.nfe == 4
+    assert m.rows_forwarded == 4 + 2 + 4 + 1
+    m.reset_nfe()
+    assert (m.nfe, m.rows_forwarded) == (0, 0)
+
+
+def test_dream_shift_scores_position_i_from_raw_logits_at_i_minus_1():
+    m = tiny_model("dream")
+    ids, attn = m.pad([m.encode(TEXTS[0])])
+    am = attn.bool()
+    n = ids.shape[1]
+    mask4 = (am[:, None, :, None] & am[:, None, None, :]) | torch.eye(n, dtype=torch.bool)
+    with torch.no_grad():
+        raw = m.module(
+            input_ids=ids, attention_mask=mask4, position_ids=(attn.cumsum(-1) - 1).clamp(min=0)
+        ).logits
+    aligned = m.logits(ids, attn)
+    torch.testing.assert_close(aligned[:, 1:], raw[:, :-1].float())
+    torch.testing.assert_close(aligned[:, 0], raw[:, 0].float())
+    # the lean path uses the same alignment
+    pos = torch.zeros_like(attn, dtype=torch.bool)
+    pos[0, 3] = True
+    sc = m.score_positions(ids, attn, pos, ids)
+    want = torch.log_softmax(raw[0, 2].float(), -1)[ids[0, 3]]
+    assert abs(float(sc.logprob[0]) - float(want)) < 1e-5
+
+
+def test_llada_like_pads_left_and_bert_right():
+    assert tiny_model("llada").padding_side == "left"
+    assert tiny_model("bert").padding_side == "right"
+
+
+@pytest.mark.parametrize("kind", DIFFUSION)
+def test_logits_invariant_to_batch_composition_and_padding(kind):
+    m = tiny_model(kind)
+    seqs = [m.encode(t) for t in TEXTS]
+    ids, attn = m.pad(seqs)
+    batched = m.logits(ids, attn)
+    for i, s in enumerate(seqs):
+        a_ids, a_attn = m.pad([s])
+        alone = m.logits(a_ids, a_attn)[0]
+        rows = attn[i].bool()
+        torch.testing.assert_close(batched[i][rows], alone, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", DIFFUSION)
+def test_lean_path_matches_full_logits(kind):
+    m = tiny_model(kind)
+    ids, attn = m.pad([m.encode(t) for t in TEXTS])
+    full = torch.log_softmax(m.logits(ids, attn), -1)
+    pos = attn.bool() & (torch.arange(ids.shape[1]) % 2 == 0)
+    targets = torch.randint(0, m.vocab_size, ids.shape, generator=torch.Generator().manual_seed(0))
+    sc = m.score_positions(ids, attn, pos, targets, entropy=True, top_k=3, chunk=3)
+    bi, pi = pos.nonzero(as_tuple=True)
+    torch.testing.assert_close(
+        sc.logprob, full[bi, pi].gather(1, targets[bi, pi, None])[:, 0], atol=1e-5, rtol=0
+    )
+    ent = -(full.exp() * full).sum(-1)[bi, pi]
+    torch.testing.assert_close(sc.entropy, ent, atol=1e-5, rtol=0)
+    torch.testing.assert_close(sc.top_logprobs, full[bi, pi].topk(3, -1).values, atol=1e-5, rtol=0)
+    torch.testing.assert_close(sc.max_logprob, full[bi, pi].max(-1).values, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", DIFFUSION)
+def test_embeddings_path_equals_ids_path_and_carries_gradients(kind):
+    m = tiny_model(kind)
+    ids, attn = m.pad([m.encode(TEXTS[0])])
+    emb = m.input_embeddings()(ids).detach().requires_grad_(True)
+    out = m.forward(None, attn, inputs_embeds=emb).logits
+    torch.testing.assert_close(out, m.logits(ids, attn), atol=1e-5, rtol=0)
+    out[0, 1].logsumexp(-1).backward()
+    assert emb.grad is not None and emb.grad.abs().sum() > 0
+
+
+def test_window_is_enforced():
+    m = tiny_model("bert")
+    ids = torch.zeros(1, m.max_length + 1, dtype=torch.long)
+    with pytest.raises(InputError, match="exceed"):
+        m.logits(ids)
+
+
+def test_identity_hash_is_a_function_of_weights():
+    a, b, c = tiny_model("bert", seed=0), tiny_model("bert", seed=0), tiny_model("bert", seed=1)
+    assert a.identity().weights_sha256 == b.identity().weights_sha256 != c.identity().weights_sha256
+    d = a.identity().as_dict()
+    assert d["family"] == "hf-mlm" and d["mask_token_id"] == a.mask_token_id
+
+
+def test_length_sorted_batches_cover_all_items_once():
+    lengths = [5, 1, 9, 3, 3, 7, 2]
+    got = list(length_sorted_batches(lengths, batch_size=3))
+    assert sorted(i for b in got for i in b) == list(range(7))
+    assert got[0] == [2, 5, 0]
+    tok = list(length_sorted_batches(lengths, max_tokens=10))
+    assert all(max(lengths[i] for i in b) * len(b) <= 10 or len(b) == 1 for b in tok)
+
+
+def test_registry_errors_are_clear(tmp_path):
+    with pytest.raises(InputError, match="unknown model spec"):
+        load_diffusion("nonsense")
+    with pytest.raises(InputError, match="autoregressive"):
+        load_diffusion("tiny-causal")
+    with pytest.raises(InputError, match="diffusion model"):
+        load_causal_lm("tiny-bert")
+    with pytest.raises(ModelNotFoundError, match="not on disk"):
+        load_diffusion(f"hf:{tmp_path}/missing")
+    with pytest.raises(ModelNotFoundError, match="not on disk"):
+        load_diffusion("llada:/no/such/dir")
+    with pytest.raises(InputError, match="trust-remote-code"):
+        load_diffusion(f"llada:{tmp_path}")
+    with pytest.raises(InputError, match="empty model spec"):
+        load_diffusion("  ")
+
+
+def test_hf_masked_lm_loads_from_disk_and_refuses_causal_dirs(tmp_path):
+    m = tiny_model("bert")
+    m.module.save_pretrained(tmp_path / "bert")
+    m.tokenizer.save_pretrained(tmp_path / "bert")
+    again = load_diffusion(f"hf:{tmp_path / 'bert'}")
+    ids, attn = m.pad([m.encode(TEXTS[0])])
+    torch.testing.assert_close(again.logits(ids, attn), m.logits(ids, attn))
+    c = tiny_model("causal")
+    c.module.save_pretrained(tmp_path / "causal")
+    c.tokenizer.save_pretrained(tmp_path / "causal")
+    with pytest.raises(InputError, match="causal LM"):
+        load_diffusion(f"hf:{tmp_path / 'causal'}")
+    ar = load_causal_lm(f"causal:{tmp_path / 'causal'}")
+    assert ar.identity().weights_sha256 == c.identity().weights_sha256
+
+
+def test_causal_continuation_logprobs_match_manual_computation():
+    c = tiny_model("causal")
+    [lp] = c.continuation_logprobs(["the cat"], [" sat on the mat"])
+    ids = c.encode("the cat sat on the mat")
+    n_ctx = len(c.encode("the cat"))
+    with torch.no_grad():
+        logits = c.module(input_ids=torch.tensor([ids])).logits[0].float()
+    logp = torch.log_softmax(logits, -1)
+    want = [float(logp[i - 1, ids[i]]) for i in range(n_ctx, len(ids))]
+    assert len(lp) == len(ids) - n_ctx == 4  # "mat" is unknown -> [UNK], still one token
+    assert max(abs(a - b) for a, b in zip(lp, want)) < 1e-5
+    # batching and order do not change values
+    many = c.continuation_logprobs(
+        ["a dog", "the cat", "one"], [" runs fast", " sat on the mat", " two three"], batch_size=2
+    )
+    assert max(abs(a - b) for a, b in zip(many[1], lp)) < 1e-5
+
+
+def test_causal_generation_is_seeded_per_item_and_batch_invariant():
+    c = tiny_model("causal")
+    prompts = ["the cat", "a dog runs", "one two"]
+    a = c.generate(prompts, max_new_tokens=6, temperature=1.0, seed=3, item_ids=["x", "y", "z"], batch_size=3)
+    b = c.generate(prompts[1:2], max_new_tokens=6, temperature=1.0, seed=3, item_ids=["y"])
+    assert a[1] == b[0]
+    g1 = c.generate(prompts, max_new_tokens=6, temperature=0.0, batch_size=1)
+    g3 = c.generate(prompts, max_new_tokens=6, temperature=0.0, batch_size=3)
+    assert g1 == g3
+
+
+@pytest.mark.slow
+def test_default_ar_loads_from_cache_with_a_stable_hash():
+    ar = load_causal_lm("default-ar")
+    again = load_causal_lm("default-ar")
+    assert ar.identity().weights_sha256 == again.identity().weights_sha256
+    [lp] = ar.continuation_logprobs(["The capital of France is"], [" Paris"])
+    assert lp.sum() > -3.0
