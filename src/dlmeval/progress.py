@@ -5,7 +5,14 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class _Bar:
@@ -24,9 +31,16 @@ def progress_bar(label: str, total: int | None, *, completed: int = 0, enabled: 
         return
     from rich.console import Console
 
-    p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                 TimeRemainingColumn(), TextColumn("{task.fields[info]}"), console=Console(stderr=True),
-                 transient=False)
+    p = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=Console(stderr=True),
+        transient=False,
+    )
     with p:
         t = p.add_task(label, total=total, completed=completed, info="")
         yield _Bar(p, t)

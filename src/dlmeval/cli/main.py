@@ -48,12 +48,18 @@ Every result is printed with its run signature; runs are stored in SQLite (--sto
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dlmeval", description="Evaluation toolkit for diffusion language models.",
-                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="dlmeval",
+        description="Evaluation toolkit for diffusion language models.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"dlmeval {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output on stdout")
-    p.add_argument("--store", default=None, help="run store (SQLite file); default: DLMEVAL_STORE or user data dir")
+    p.add_argument(
+        "--store", default=None, help="run store (SQLite file); default: DLMEVAL_STORE or user data dir"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:

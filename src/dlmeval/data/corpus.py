@@ -15,7 +15,9 @@ def is_heldout(text: str, percent: int = 2) -> bool:
     return int(hashlib.sha1(text.encode("utf-8")).hexdigest(), 16) % 100 < percent
 
 
-def load_corpus(root: str | Path | None = None, *, split: str = "train", heldout_percent: int = 2) -> list[str]:
+def load_corpus(
+    root: str | Path | None = None, *, split: str = "train", heldout_percent: int = 2
+) -> list[str]:
     """Documents of every ``corpus/*.jsonl`` file, sorted by file name, in file order; ``split`` is train|heldout|all."""
     base = Path(root) if root else data_dir() / "corpus"
     files = sorted(base.glob("*.jsonl"))

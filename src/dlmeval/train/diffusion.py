@@ -231,7 +231,7 @@ def param_groups(model: DiffusionLM, cfg: TrainConfig) -> list[dict]:
             head_ids |= {id(p) for p in m.parameters()}
     groups = {"embeddings": [], "head": [], "encoder": [], "no_decay": []}
     seen = set()
-    for n, p in model.module.named_parameters():
+    for p in model.module.parameters():
         if not p.requires_grad or id(p) in seen:
             continue
         seen.add(id(p))
