@@ -1,0 +1,209 @@
+"""``dlmeval runs list|show|export``: look into the run store.
+
+* ``list``                      one line per run: id, kind, models, created, status, items done
+* ``show RUN``                  the full signature, sessions, warnings and summary tables of a run
+* ``export RUN -o PATH``        per-item results (or ``--table NAME``) as CSV, or everything as JSON
+
+``RUN`` is a run id or any unique prefix of one. JSON exports are strict JSON: a non-finite float is written as
+``{"$float": "nan"}`` (``"inf"``, ``"-inf"``); ``dlmeval.store.jsonsafe.loads`` reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dlmeval.errors import InputError
+from dlmeval.store import RunStore, frame_records, jsonsafe
+
+TABLE_ROWS = 20
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "runs",
+        help="list, show and export stored runs",
+        description="Look into the run store (--store PATH, DLMEVAL_STORE, or the user data "
+        "directory). RUN is a run id or a unique prefix of one.",
+    )
+    sub = p.add_subparsers(dest="runs_action", metavar="ACTION")
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        # also accepted after the action; SUPPRESS keeps the global value when absent here
+        sp.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
+        )
+        sp.add_argument("--store", default=argparse.SUPPRESS, help="run store (SQLite file)")
+
+    pl = sub.add_parser("list", help="one line per run (the default action)")
+    pl.add_argument(
+        "--kind", default=None, help="only runs of this kind (diffscore, care, robust, demo, ...)"
+    )
+    common(pl)
+    ps = sub.add_parser("show", help="signature, sessions, warnings and tables of a run")
+    ps.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    ps.add_argument(
+        "--rows", type=int, default=TABLE_ROWS, help=f"table rows to print (default {TABLE_ROWS})"
+    )
+    common(ps)
+    pe = sub.add_parser("export", help="per-item results or a table as CSV, or the whole run as JSON")
+    pe.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    pe.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        default=None,
+        help="default: from the suffix of -o (.json -> json), else csv",
+    )
+    pe.add_argument("-o", "--output", default="-", help="output file ('-' = stdout, the default)")
+    pe.add_argument("--table", default=None, help="export this summary table instead of the per-item results")
+    common(pe)
+    p.set_defaults(func=run, runs_action=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    action = getattr(args, "runs_action", None) or "list"
+    store_arg = getattr(args, "store", None)
+    as_json = bool(getattr(args, "json", False))
+    if action == "list":
+        return _list(store_arg, getattr(args, "kind", None), as_json)
+    with RunStore(store_arg, must_exist=True) as store:
+        r = store.get_run(args.run)
+        if action == "show":
+            return _show(r, as_json, max(0, args.rows))
+        return _export(r, args, as_json)
+
+
+def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
+    from dlmeval.store.db import resolve_store_path
+
+    path = resolve_store_path(store_arg)
+    runs: list[dict[str, Any]] = []
+    if path.exists():
+        with RunStore(path) as store:
+            runs = store.list_runs(kind=kind)
+    if as_json:
+        print(json.dumps({"store": str(path), "runs": runs}, indent=2))
+        return 0
+    if not runs:
+        print(f"no runs in {path}" + (f" of kind {kind!r}" if kind else ""))
+        return 0
+    header = ("RUN ID", "KIND", "MODELS", "CREATED", "STATUS", "ITEMS")
+    rows = [
+        (
+            r["run_id"],
+            r["kind"],
+            ",".join(r["models"]) or "-",
+            _when(r["created"]),
+            r["status"],
+            str(r["n_items"]),
+        )
+        for r in runs
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    print(f"store: {path}")
+    for row in (header, *rows):
+        print(
+            "  ".join(
+                c.rjust(w) if i == 5 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
+    return 0
+
+
+def _when(stamp: str) -> str:
+    return stamp.replace("T", " ")[:19]
+
+
+def _show(r, as_json: bool, rows: int) -> int:
+    info = r.info()
+    if as_json:
+        info["tables"] = {name: frame_records(r.get_table(name)) for name in info["tables"]}
+        print(jsonsafe.dumps(info, indent=2))
+        return 0
+    sig = r.signature
+    print(f"run {r.run_id}  kind {sig.kind}  status {info['status']}  items {info['n_items']}")
+    print(f"signature: {sig.short()}")
+    print(f"created {_when(info['created'])} UTC, updated {_when(info['updated'])} UTC")
+    print("models:")
+    for m in sig.models or [{"name": "none"}]:
+        print("  " + ", ".join(f"{k}={v}" for k, v in m.items()))
+    print(f"seed: {sig.seed}")
+    print(f"versions: {', '.join(f'{k} {v}' for k, v in sig.versions.items())}")
+    print(f"config (sha256 {sig.config_sha256[:16]}):")
+    for line in jsonsafe.dumps(sig.config, indent=2).splitlines():
+        print("  " + line)
+    print("sessions:")
+    for s in info["sessions"]:
+        print(f"  {_when(s['started'])}  {s['command_line'] or ''}")
+    print("warnings:" + ("" if info["warnings"] else " none"))
+    for w in info["warnings"]:
+        print(f"  - {w['message']}" + (f" (x{w['count']})" if w["count"] > 1 else ""))
+    print("tables:" + ("" if info["tables"] else " none"))
+    import pandas as pd
+
+    for name in info["tables"]:
+        df = r.get_table(name)
+        print(f"  [{name}] {df.shape[0]} rows x {df.shape[1]} columns")
+        with pd.option_context("display.width", 110, "display.max_columns", 20):
+            text = df.head(rows).to_string() if rows else ""
+        for line in text.splitlines():
+            print("    " + line)
+        if df.shape[0] > rows:
+            print(f"    ... {df.shape[0] - rows} more rows (dlmeval runs export {r.run_id} --table {name})")
+    return 0
+
+
+def _export(r, args: argparse.Namespace, as_json: bool) -> int:
+    out = args.output
+    fmt = args.format or ("json" if out != "-" and Path(out).suffix.lower() == ".json" else "csv")
+    if fmt == "json":
+        if args.table:
+            payload: dict[str, Any] = {
+                "run_id": r.run_id,
+                "signature": r.signature.as_dict(),
+                "table": args.table,
+                **frame_records(r.get_table(args.table)),
+            }
+            n = len(payload["rows"])
+        else:
+            payload = r.info()
+            payload["tables"] = {name: frame_records(r.get_table(name)) for name in payload["tables"]}
+            payload["items"] = [{"key": k, "result": v} for k, v in r.results().items()]
+            n = len(payload["items"])
+        text = jsonsafe.dumps(payload, indent=2) + "\n"
+    else:
+        import pandas as pd
+
+        df = r.get_table(args.table) if args.table else r.items()
+        plain = isinstance(df.index, pd.RangeIndex) and df.index.name is None
+        text = df.to_csv(index=not plain)
+        n = len(df)
+    if out == "-":
+        sys.stdout.write(text)
+        print(f"signature: {r.signature.short()}", file=sys.stderr)
+        return 0
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write {out}: {e.strerror or e}") from None
+    what = f"table {args.table!r}" if args.table else "items"
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "run_id": r.run_id,
+                    "path": str(out),
+                    "format": fmt,
+                    "what": what,
+                    "rows": n,
+                    "signature": r.signature.short(),
+                }
+            )
+        )
+    else:
+        print(f"wrote {n} rows ({what}, {fmt}) of run {r.run_id} to {out}")
+        print(f"signature: {r.signature.short()}")
+    return 0
