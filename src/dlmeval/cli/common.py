@@ -1,0 +1,53 @@
+"""Helpers shared by CLI commands: model options, output, signatures."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def add_model_args(
+    p, *, default: str = "default", flag: str = "--model", help_kind: str = "diffusion"
+) -> None:
+    p.add_argument(
+        flag, default=default, help=f"{help_kind} model spec (see `dlmeval models`); default: {default}"
+    )
+
+
+def add_runtime_args(p) -> None:
+    g = p.add_argument_group("runtime")
+    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
+    g.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow model code shipped with checkpoints (LLaDA, Dream); off by default",
+    )
+    g.add_argument(
+        "--allow-download",
+        action="store_true",
+        help="allow fetching models from the Hugging Face hub (needs internet); off by default",
+    )
+    g.add_argument(
+        "--seed", type=int, default=0, help="run seed (every draw derives from it and the item id)"
+    )
+
+
+def model_kwargs(args) -> dict[str, Any]:
+    return {
+        "device": args.device,
+        "dtype": args.dtype,
+        "trust_remote_code": args.trust_remote_code,
+        "allow_download": args.allow_download,
+    }
+
+
+def emit(args, payload: Any, text: str | None = None) -> None:
+    """JSON on stdout with --json, else the human text."""
+    if getattr(args, "json", False):
+        from dlmeval.store.jsonsafe import dumps
+
+        sys.stdout.write(dumps(payload) + "\n")
+    else:
+        sys.stdout.write((text if text is not None else json.dumps(payload, indent=2, default=str)) + "\n")
