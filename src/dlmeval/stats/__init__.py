@@ -1,0 +1,65 @@
+"""Statistics for dlmeval's protocols: numpy arrays in, floats / small dataclasses out; scipy and statsmodels inside.
+
+Uncertainty and paired comparisons (:mod:`dlmeval.stats.paired`)
+    ``mean_se(x) -> (mean, se)``                      se = SD(ddof=1)/sqrt(n); NaN for n = 1
+    ``bootstrap_ci(x, statistic=np.mean, n_resamples=10_000, confidence=0.95, seed=0, method="percentile") -> CI``
+    ``paired_bootstrap_ci(a, b, ...) -> CI``          CI of statistic(a - b), pairs resampled
+                                                      (CI unpacks as ``lo, hi``; also .estimate, .seed, .n)
+    ``paired_ttest(a, b, alternative="two-sided") -> PairedTest(mean_diff, se, t, p, n)``   scipy ttest_rel
+    ``wilcoxon(a, b) -> WilcoxonResult(stat, p, n, note)``   unpacks as ``stat, p``; all-zero diffs -> p = 1
+    ``binomial_above_chance(k, n, p0) -> p``          exact one-sided binomial test (H1: rate > p0)
+
+Correlations and meta-evaluation (:mod:`dlmeval.stats.correlation`)
+    ``kendall_tau(x, y, variant="b"|"c")``, ``spearman(x, y)``, ``pearson(x, y)`` -> ``Correlation(r, p, n)``
+    ``darr_kendall_like(better_scores, worse_scores) -> float``   WMT DARR tau; metric ties count as discordant
+    ``williams_test(r12, r13, r23, n) -> (t, p)``     Williams (1959), df n-3, one-sided H1: r12 > r13
+
+ANOVA (:mod:`dlmeval.stats.anova`)
+    ``anova(df, response, factors, interactions=True, typ=2) -> DataFrame``
+        sum_sq, df, F, PR(>F), partial_eta_sq = SS_effect / (SS_effect + SS_residual)
+
+Bad input (NaN, unequal lengths, too few values) raises :class:`dlmeval.errors.InputError`. Random draws (the
+bootstrap) come from ``numpy_rng(seed, ...)``: pass a seed derived from the run seed.
+"""
+
+from dlmeval.stats.anova import anova
+from dlmeval.stats.correlation import (
+    Correlation,
+    WilliamsResult,
+    darr_kendall_like,
+    kendall_tau,
+    pearson,
+    spearman,
+    williams_test,
+)
+from dlmeval.stats.paired import (
+    CI,
+    PairedTest,
+    WilcoxonResult,
+    binomial_above_chance,
+    bootstrap_ci,
+    mean_se,
+    paired_bootstrap_ci,
+    paired_ttest,
+    wilcoxon,
+)
+
+__all__ = [
+    "CI",
+    "Correlation",
+    "PairedTest",
+    "WilcoxonResult",
+    "WilliamsResult",
+    "anova",
+    "binomial_above_chance",
+    "bootstrap_ci",
+    "darr_kendall_like",
+    "kendall_tau",
+    "mean_se",
+    "paired_bootstrap_ci",
+    "paired_ttest",
+    "pearson",
+    "spearman",
+    "wilcoxon",
+    "williams_test",
+]

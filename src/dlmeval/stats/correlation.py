@@ -1,0 +1,102 @@
+"""Correlations for meta-evaluation (Kendall, Spearman, Pearson), WMT DARR Kendall-like tau, Williams test."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats as sps
+
+from dlmeval.errors import InputError
+from dlmeval.stats._common import as_pair
+
+
+class Correlation(NamedTuple):
+    """A correlation coefficient with scipy's two-sided p-value and the number of pairs."""
+
+    r: float
+    p: float
+    n: int
+
+
+def kendall_tau(x, y, variant: str = "b") -> Correlation:
+    """Kendall's tau (:func:`scipy.stats.kendalltau`): ``variant="b"`` adjusts for ties, ``"c"`` (Stuart's) for
+    rectangular tables. NaN when x or y is constant."""
+    if variant not in ("b", "c"):
+        raise InputError(f"Kendall variant must be 'b' or 'c', got {variant!r}")
+    a, b = as_pair(x, y, ("x", "y"), min_n=2)
+    r = sps.kendalltau(a, b, variant=variant)
+    return Correlation(float(r.statistic), float(r.pvalue), int(a.size))
+
+
+def spearman(x, y) -> Correlation:
+    """Spearman's rho (:func:`scipy.stats.spearmanr`); NaN when x or y is constant."""
+    a, b = as_pair(x, y, ("x", "y"), min_n=2)
+    r = sps.spearmanr(a, b)
+    return Correlation(float(r.statistic), float(r.pvalue), int(a.size))
+
+
+def pearson(x, y) -> Correlation:
+    """Pearson's r (:func:`scipy.stats.pearsonr`); NaN when x or y is constant."""
+    a, b = as_pair(x, y, ("x", "y"), min_n=2)
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return Correlation(float("nan"), float("nan"), int(a.size))
+    if a.size == 2:
+        return Correlation(float(np.sign((a[1] - a[0]) * (b[1] - b[0]))), 1.0, 2)
+    r = sps.pearsonr(a, b)
+    return Correlation(float(r.statistic), float(r.pvalue), int(a.size))
+
+
+def darr_kendall_like(better_scores, worse_scores) -> float:
+    """WMT DARR Kendall's-tau-like coefficient: ``(Concordant - Discordant) / (Concordant + Discordant)``.
+
+    Each pair i is a human judgment that translation ``better`` beats ``worse`` (DA difference > 25 points).
+    The metric is Concordant when ``better_scores[i] > worse_scores[i]``, and Discordant otherwise, so a metric
+    TIE counts as Discordant (the WMT17-19 rule, Ma et al. 2019, "Results of the WMT19 Metrics Shared Task",
+    sec. 2.3: ties are penalised). Higher scores must mean better; negate a lower-is-better metric first.
+    Written by hand: no library implements this WMT-specific formula.
+    """
+    b, w = as_pair(better_scores, worse_scores, ("better_scores", "worse_scores"), min_n=1)
+    conc = int(np.sum(b > w))
+    disc = int(b.size - conc)
+    return (conc - disc) / (conc + disc)
+
+
+class WilliamsResult(NamedTuple):
+    t: float
+    p: float
+
+
+def williams_test(r12: float, r13: float, r23: float, n: int) -> WilliamsResult:
+    """Williams (1959) test that correlation r12 exceeds r13 when both share variable 1 (dependent correlations).
+
+    In meta-evaluation (Graham & Baldwin 2014; WMT): variable 1 is the human score, 2 and 3 are two metrics,
+    r12 / r13 their correlations with humans and r23 the correlation between the two metrics, over n items.
+
+        t = (r12 - r13) * sqrt((n - 1)(1 + r23))
+            / sqrt(2 K (n - 1)/(n - 3) + ((r12 + r13)/2)^2 (1 - r23)^3),
+        K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23,
+
+    with n - 3 degrees of freedom; p is one-sided (H1: r12 > r13), as WMT reports it. Written by hand: scipy and
+    statsmodels do not implement the Williams test.
+    """
+    if n is None or int(n) != n or n <= 3:
+        raise InputError(f"the Williams test needs an integer n > 3, got {n!r}")
+    for name, r in (("r12", r12), ("r13", r13), ("r23", r23)):
+        if not (isinstance(r, int | float | np.floating) and -1 <= r <= 1):
+            raise InputError(f"{name} must be a correlation in [-1, 1], got {r!r}")
+    n = int(n)
+    k = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23  # determinant of the 3x3 correlation matrix
+    if k < -1e-12:
+        raise InputError(
+            f"r12={r12}, r13={r13}, r23={r23} cannot come from one data set (their correlation matrix is not "
+            "positive semi-definite); compute all three on the same items"
+        )
+    if r12 == r13:
+        return WilliamsResult(0.0, 0.5)
+    denom = 2 * max(k, 0.0) * (n - 1) / (n - 3) + ((r12 + r13) / 2) ** 2 * (1 - r23) ** 3
+    if denom <= 0:  # perfectly dependent variables: the difference is certain
+        return WilliamsResult(math.copysign(math.inf, r12 - r13), float(r12 < r13))
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(denom)
+    return WilliamsResult(float(t), float(sps.t.sf(t, n - 3)))
