@@ -1,0 +1,70 @@
+"""DiffScore: text quality by masked reconstruction with a diffusion LM.
+
+API summary (stable; for meta-evaluation, baselines, analyses and DiffScore-FT)
+------------------------------------------------------------------------------
+
+>>> from dlmeval.models import load_diffusion
+>>> from dlmeval.scoring import DiffScorer
+>>> model = load_diffusion("default")                     # any DiffusionLM (tiny_model("bert") in tests)
+>>> scorer = DiffScorer(model)                            # K=20 masks, T=10 rates, balanced masks, MLP weighting
+>>> scorer = DiffScorer.fast(model)                       # K=5, T=5
+>>> df = scorer.score(candidates, sources, config="cond", item_ids=None, token_scores=False, run=None)
+
+``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="balanced"|"independent"|"pll", weighting="mlp"|"elbo",
+seed=0, prompt=None, chat=None, batch_size=None, max_tokens=None, progress=False)``
+
+``config``: ``marginal`` (candidate alone; fluency), ``cond`` (source visible, candidate masked; faithfulness),
+``reverse`` (candidate visible, source masked; coverage), ``bidir`` (``(cond + reverse) / 2``), ``pmi``
+(``cond - marginal`` on the same candidate masks). Aliases: mar, conditional, rev, bidirectional, bi.
+
+``score`` returns a DataFrame, one row per input in input order:
+
+* ``item_id`` (given, or a hash of the texts), ``config``, ``score`` (float; higher = better reconstructed),
+  ``se`` (Monte Carlo standard error), ``profile`` (list of T per-rate scores ``S(t_k)``; the rates are in
+  ``df.attrs["rates"]``), ``n_tokens`` (scored tokens), ``n_masks``,
+* ``reason`` (None, or why ``score`` is NaN: e.g. ``"empty candidate: no tokens to score"``), ``warning`` (None or
+  a truncation note), ``signature`` (the run signature, one line; also ``df.attrs["signature"]``,
+  ``df.attrs["signature_dict"]``, ``df.attrs["config"]``, ``df.attrs["warnings"]``),
+* ``bidir`` / ``pmi`` add ``score_<d>``, ``se_<d>``, ``n_tokens_<d>`` for both directions ``d`` (cond and
+  reverse / cond and marginal); ``pmi`` adds ``coupled`` (True when both directions used the same masks),
+* ``token_scores=True`` adds ``tokens``, ``token_logprob`` (mean log p per token over the masks that hid it),
+  ``token_rate_logprob`` (``[T][L]``), suffixed ``_<d>`` for bidir/pmi, and ``token_pmi`` for pmi.
+
+Errors: a source-needing configuration without sources raises :class:`dlmeval.errors.InputError`; an empty
+candidate (or source, where it is masked or conditioned on) gives NaN with ``reason``, never an exception.
+
+Resumable runs: ``run = scorer.open_run(RunStore(path), config)`` then ``scorer.score(..., config=config,
+run=run)``: finished items are read back, new ones written as they complete, truncation warnings go to
+``run.warn``.
+
+Determinism: masks come from ``numpy_rng(seed, "diffscore-masks", key, side, scheme, K, T)`` where ``key`` is the
+item id when ``item_ids`` are given, else a hash of the masked text, so ``cond`` and ``marginal`` of one candidate
+share masks across calls and no score depends on batch size or order.
+
+Diagnostics (:mod:`dlmeval.scoring.diagnostics`): profile matrices, profile weights learned by k-fold CV on human
+scores, token tables and token heat maps.
+
+Modules: :mod:`~dlmeval.scoring.masks` (mask schemes), :mod:`~dlmeval.scoring.configs` (configurations, input
+layout, prompts, truncation), :mod:`~dlmeval.scoring.estimator` (:class:`DiffScorer`),
+:mod:`~dlmeval.scoring.diagnostics`.
+"""
+
+from dlmeval.scoring.configs import COMPONENTS, CONFIGS, PROMPTS, PairFormatter, resolve_config
+from dlmeval.scoring.estimator import PRESETS, RUN_KIND, DiffScorer, EstimatorSpec
+from dlmeval.scoring.masks import SCHEMES, MaskSet, make_masks, rate_grid
+
+__all__ = [
+    "COMPONENTS",
+    "CONFIGS",
+    "PROMPTS",
+    "PRESETS",
+    "RUN_KIND",
+    "SCHEMES",
+    "DiffScorer",
+    "EstimatorSpec",
+    "MaskSet",
+    "PairFormatter",
+    "make_masks",
+    "rate_grid",
+    "resolve_config",
+]

@@ -1,0 +1,591 @@
+"""The DiffScore estimator: Monte Carlo masked reconstruction scores from a :class:`~dlmeval.models.DiffusionLM`.
+
+For a text of ``L`` scored tokens (the candidate, or the source for ``reverse``) the estimator draws K masking
+patterns over T masking rates (:mod:`dlmeval.scoring.masks`), replaces the hidden tokens by the model's mask token,
+and reads ``log p(x_i | x_t)`` at every hidden position with ``model.score_positions`` (never a ``[B, L, V]``
+tensor). Each mask ``j`` at rate ``t_k`` gives one value
+
+* ``mlp`` weighting (default): ``v_j = (1 / |M_j|) * sum_{i in M_j} log p(x_i | x_t)`` (mean log-probability),
+* ``elbo`` weighting: ``v_j = (1 / (t_k * L)) * sum_{i in M_j} log p(x_i | x_t)`` (per-token ELBO term; with
+  exact-count masks ``|M_j| = round(t_k L)`` it nearly equals ``mlp``, it differs under Bernoulli masks),
+
+and the score is the mean of the ``v_j``; the profile ``S(t_k)`` is the mean of the ``v_j`` at rate ``t_k``. Token
+scores are the mean ``log p`` of each token over the masks that hid it.
+
+Work is packed across items: every masked copy of every item is a row, rows are cut into length-sorted batches
+(:func:`dlmeval.models.length_sorted_batches`), identical masks of one item are computed once, and a source
+shared by many candidates is tokenized once. Every row is scored independently of its batch, and masks come from
+a generator seeded by (seed, item, masked side, scheme, K, T), so scores do not depend on batch size, item order
+or resumption.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dlmeval.errors import InputError
+from dlmeval.models.base import length_sorted_batches
+from dlmeval.progress import progress_bar
+from dlmeval.scoring.configs import (
+    COMPONENTS,
+    MASKED_SIDE,
+    NEEDS_SOURCE,
+    Layout,
+    PairFormatter,
+    resolve_config,
+)
+from dlmeval.scoring.masks import SCHEMES, MaskSet, make_masks, rate_grid
+from dlmeval.seeding import numpy_rng
+
+log = logging.getLogger(__name__)
+
+WEIGHTINGS = ("mlp", "elbo")
+#: (K, T) of the paper's presets
+PRESETS = {"standard": (20, 10), "fast": (5, 5)}
+RUN_KIND = "diffscore"
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """Everything that changes a score (goes into the run signature). Batch sizes do not."""
+
+    n_masks: int = 20
+    n_rates: int = 10
+    scheme: str = "balanced"
+    weighting: str = "mlp"
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise InputError(f"unknown masking scheme {self.scheme!r}; choose one of {', '.join(SCHEMES)}")
+        if self.weighting not in WEIGHTINGS:
+            raise InputError(f"unknown weighting {self.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
+        for name in ("n_masks", "n_rates"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise InputError(f"{name} must be a positive integer, got {v!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.scheme == "pll":  # K and T play no part in the exact mode
+            d.pop("n_masks")
+            d.pop("n_rates")
+        d["masking"] = {"balanced": "exact-count", "independent": "bernoulli", "pll": "single-token"}[
+            self.scheme
+        ]
+        return d
+
+
+@dataclass
+class _Direction:
+    """One direction (marginal / cond / reverse) of one unique item."""
+
+    item: int
+    kind: str
+    layout: Layout
+    side: str
+    masks: MaskSet | None
+    mask_row: np.ndarray | None = None  # [n_masks] -> global row index
+    values: np.ndarray | None = None  # [n_masks] weighted per-mask values
+    token_lp: np.ndarray | None = None  # [n_masks, L], NaN where not hidden
+    reason: str | None = None
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:16]
+
+
+def _as_texts(x: Any, what: str) -> list:
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, pd.Series):
+        x = x.tolist()
+    try:
+        return list(x)
+    except TypeError:
+        raise InputError(f"{what} must be a string or a list of strings, got {type(x).__name__}") from None
+
+
+class DiffScorer:
+    """Score candidates (given sources) by masked reconstruction with a diffusion LM.
+
+    >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, balanced masks, MLP
+    >>> df = scorer.score(["A cat sat."], sources=["The cat sat on the mat."], config="cond")
+    >>> df.loc[0, "score"], df.attrs["signature"]
+
+    ``n_masks`` (K) and ``n_rates`` (T): :data:`PRESETS` ``standard`` (20, 10) and ``fast`` (5, 5, see
+    :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper) or ``pll`` (exact
+    pseudo-log-likelihood). ``weighting``: ``mlp`` (default) or ``elbo``. ``prompt``: a template with
+    ``{source}`` or a name from :data:`dlmeval.scoring.configs.PROMPTS`; ``chat``: use the model's chat template
+    (default: when it has one). ``batch_size`` / ``max_tokens`` bound the rows and the padded tokens of one forward
+    pass (they never change a score).
+    """
+
+    def __init__(
+        self,
+        model,
+        *,
+        n_masks: int = 20,
+        n_rates: int = 10,
+        scheme: str = "balanced",
+        weighting: str = "mlp",
+        seed: int = 0,
+        prompt: str | None = None,
+        chat: bool | None = None,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        progress: bool = False,
+    ):
+        self.model = model
+        self.spec = EstimatorSpec(int(n_masks), int(n_rates), scheme, weighting)
+        self.seed = int(seed)
+        self.formatter = PairFormatter(model, prompt=prompt, chat=chat)
+        self.batch_size = batch_size
+        if max_tokens is None:
+            max_tokens = 8192 if getattr(model.device, "type", "cpu") == "cpu" else 65536
+        self.max_tokens = max(int(max_tokens), int(model.max_length))
+        self.progress = progress
+        self.rows_scored = 0  # rows forwarded by the last score() call (after de-duplication)
+
+    @classmethod
+    def fast(cls, model, **kw) -> DiffScorer:
+        """The paper's DiffScore-Fast preset: K=5 masks over T=5 rates."""
+        kw.setdefault("n_masks", PRESETS["fast"][0])
+        kw.setdefault("n_rates", PRESETS["fast"][1])
+        return cls(model, **kw)
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def rates(self) -> np.ndarray:
+        return rate_grid(self.spec.n_rates)
+
+    def run_config(self, config: str) -> dict[str, Any]:
+        """The configuration recorded in the run signature for ``config``."""
+        return {"config": resolve_config(config), **self.spec.as_dict(), **self.formatter.describe()}
+
+    def signature(self, config: str):
+        """A :class:`dlmeval.store.Signature` for this scorer, model, configuration and seed."""
+        from dlmeval.store.signature import Signature
+
+        return Signature.create(RUN_KIND, self.run_config(config), [self.model.identity()], self.seed)
+
+    def open_run(self, store, config: str, command_line: str | None = None):
+        """Open (or reopen, to resume) the store run that :meth:`score` with ``run=`` writes into."""
+        return store.open_run(
+            RUN_KIND, self.run_config(config), [self.model.identity()], self.seed, command_line=command_line
+        )
+
+    # ------------------------------------------------------------------ the API
+    def score(
+        self,
+        candidates: Sequence[str] | str,
+        sources: Sequence[str | None] | str | None = None,
+        *,
+        config: str = "cond",
+        item_ids: Sequence[Any] | None = None,
+        token_scores: bool = False,
+        run=None,
+    ) -> pd.DataFrame:
+        """Score every candidate; returns one row per input, in input order.
+
+        Columns: ``item_id``, ``config``, ``score`` (NaN with ``reason`` for an empty text), ``se`` (Monte Carlo
+        standard error; conservative for the balanced scheme, NaN when a rate has a single sampling unit),
+        ``profile`` (list of T values ``S(t_k)``, rates in ``df.attrs["rates"]``), ``n_tokens`` (scored tokens),
+        ``n_masks``, ``reason``, ``warning`` (source / candidate truncation), ``signature``; for ``bidir`` and
+        ``pmi`` also ``score_<direction>``, ``se_<direction>``, ``n_tokens_<direction>`` of both directions. With
+        ``token_scores=True``: ``tokens``, ``token_logprob`` (mean log p of each token over the masks that hid
+        it) and ``token_rate_logprob`` (T lists, NaN where a rate never hid the token), suffixed ``_<direction>``
+        for ``bidir``/``pmi`` (and ``token_pmi`` for ``pmi``).
+
+        ``item_ids`` name the items (default: a hash of the texts); masks are seeded by the item id, or, without
+        ids, by the text that is masked, so ``cond`` and ``marginal`` of one candidate share masks (PMI coupling)
+        even across calls. With ``run`` (a :class:`dlmeval.store.Run` from :meth:`open_run`), items already in the
+        run are read back instead of recomputed and new ones are written as they complete.
+        """
+        cfg = resolve_config(config)
+        cands = _as_texts(candidates, "candidates")
+        n = len(cands)
+        for i, c in enumerate(cands):
+            if not isinstance(c, str):
+                raise InputError(f"candidate {i} is a {type(c).__name__}, not a string")
+        if sources is None:
+            if cfg in NEEDS_SOURCE:
+                raise InputError(
+                    f"the {cfg!r} configuration needs a source for every candidate; pass sources=[...] "
+                    "or use config='marginal'"
+                )
+            srcs: list[str | None] = [None] * n
+        else:
+            srcs = _as_texts(sources, "sources")
+            if len(srcs) != n:
+                raise InputError(f"got {n} candidates but {len(srcs)} sources; pass one source per candidate")
+            for i, s in enumerate(srcs):
+                if s is None and cfg in NEEDS_SOURCE:
+                    raise InputError(
+                        f"source {i} is missing; the {cfg!r} configuration needs one per candidate"
+                    )
+                if s is not None and not isinstance(s, str):
+                    raise InputError(f"source {i} is a {type(s).__name__}, not a string")
+            if cfg not in NEEDS_SOURCE:
+                srcs = [None] * n  # marginal ignores the sources
+        if item_ids is not None:
+            ids = [str(x) for x in _as_texts(item_ids, "item_ids")]
+            if len(ids) != n:
+                raise InputError(f"got {n} candidates but {len(ids)} item ids")
+        else:
+            ids = ["h" + _digest(c, s) for c, s in zip(cands, srcs, strict=True)]
+        # unique items (identical ids must carry identical texts)
+        unique: dict[str, int] = {}
+        uitems: list[tuple[str, str, str | None]] = []
+        for i, key in enumerate(ids):
+            j = unique.get(key)
+            if j is None:
+                unique[key] = len(uitems)
+                uitems.append((key, cands[i], srcs[i]))
+            elif uitems[j][1:] != (cands[i], srcs[i]):
+                raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
+        user_ids = item_ids is not None
+
+        results: dict[int, dict[str, Any]] = {}
+        if run is not None:
+            self._check_run(run, cfg)
+            done = run.done_keys()
+            for j, (key, _, _) in enumerate(uitems):
+                if key in done:
+                    r = run.get(key)
+                    if not token_scores or any(k.startswith("token_logprob") for k in r):
+                        results[j] = r
+        todo = [j for j in range(len(uitems)) if j not in results]
+        if todo:
+            self._compute(cfg, uitems, todo, user_ids, token_scores, run, results)
+
+        sig_short, sig_dict = self._signature_info(cfg)
+        rows = []
+        for key in ids:
+            r = dict(results[unique[key]])
+            rows.append({"item_id": key, "config": cfg, **r})
+        df = pd.DataFrame(rows)
+        for col in ("score", "se"):
+            df[col] = df[col].astype(float)
+        for col in ("reason", "warning"):
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
+        df["signature"] = sig_short
+        df.attrs["signature"] = sig_short
+        df.attrs["signature_dict"] = sig_dict
+        df.attrs["config"] = self.run_config(cfg)
+        df.attrs["rates"] = [] if self.spec.scheme == "pll" else [float(t) for t in self.rates]
+        df.attrs["warnings"] = sorted({w for w in df["warning"].dropna()}) if "warning" in df else []
+        return df
+
+    # ------------------------------------------------------------------ internals
+    def _signature_info(self, cfg: str) -> tuple[str, dict]:
+        try:
+            sig = self.signature(cfg)
+            return sig.short(), sig.as_dict()
+        except ImportError:  # the store layer is optional for pure scoring
+            ident = self.model.identity()
+            d = {
+                "kind": RUN_KIND,
+                "config": self.run_config(cfg),
+                "models": [ident.as_dict()],
+                "seed": self.seed,
+            }
+            return f"kind:{RUN_KIND}|model:{ident.name}@{ident.weights_sha256[:8]}|seed:{self.seed}", d
+
+    def _check_run(self, run, cfg: str) -> None:
+        sig = getattr(run, "signature", None)
+        want = self.run_config(cfg)
+        have = getattr(sig, "config", None)
+        if have is not None and dict(have) != want:
+            raise InputError(
+                f"run {getattr(run, 'run_id', '?')} was opened for another configuration ({have}); "
+                "open it with DiffScorer.open_run(store, config)"
+            )
+
+    def _mask_seed_key(self, key: str, cand: str, src: str | None, side: str, user_ids: bool) -> str:
+        if user_ids:
+            return key
+        return "c:" + _digest(cand) if side == "candidate" else "s:" + _digest(src)
+
+    def _masks_for(self, seed_key: str, side: str, length: int) -> MaskSet:
+        sp = self.spec
+        rng = numpy_rng(self.seed, "diffscore-masks", seed_key, side, sp.scheme, sp.n_masks, sp.n_rates)
+        return make_masks(sp.scheme, length, sp.n_masks, sp.n_rates, rng)
+
+    def _directions(self, cfg, uitems, todo, user_ids) -> list[_Direction]:
+        dirs: list[_Direction] = []
+        for j in todo:
+            key, cand, src = uitems[j]
+            for kind in COMPONENTS[cfg]:
+                side = MASKED_SIDE[kind]
+                layout = self.formatter.layout(kind, cand, src)
+                length = layout.n_tokens(side)
+                reason = None
+                if length == 0:
+                    if side == "candidate":
+                        reason = "empty candidate: no tokens to score"
+                    elif src is not None and self.formatter.tokens(src):
+                        reason = "empty source after truncation to the model window"
+                    else:
+                        reason = "empty source: no tokens to score"
+                elif kind == "cond" and src is not None and layout.n_tokens("source") == 0:
+                    reason = (
+                        "empty source: nothing to condition on"
+                        if not self.formatter.tokens(src)
+                        else "source truncated to nothing to fit the model window"
+                    )
+                masks = None
+                if reason is None:
+                    masks = self._masks_for(self._mask_seed_key(key, cand, src, side, user_ids), side, length)
+                dirs.append(_Direction(j, kind, layout, side, masks, reason=reason))
+        return dirs
+
+    def _compute(self, cfg, uitems, todo, user_ids, token_scores, run, results) -> None:
+        dirs = self._directions(cfg, uitems, todo, user_ids)
+        # rows: (direction index, absolute hidden positions); identical masks of one direction share a row
+        row_dir: list[int] = []
+        row_pos: list[np.ndarray] = []
+        for d_i, d in enumerate(dirs):
+            if d.masks is None:
+                continue
+            start = d.layout.span(d.side)[0]
+            seen: dict[bytes, int] = {}
+            mask_row = np.empty(d.masks.n_masks, dtype=np.int64)
+            for m in range(d.masks.n_masks):
+                h = d.masks.hidden[m]
+                b = np.packbits(h).tobytes()
+                r = seen.get(b)
+                if r is None:
+                    r = len(row_dir)
+                    seen[b] = r
+                    row_dir.append(d_i)
+                    row_pos.append(start + np.flatnonzero(h))
+                mask_row[m] = r
+            d.mask_row = mask_row
+        lengths = [len(dirs[d].layout.ids) for d in row_dir]
+        row_lp: list[np.ndarray | None] = [None] * len(row_dir)
+        # rows left per unique item, to write finished items to the run as soon as they complete
+        left: dict[int, int] = {}
+        for d in row_dir:
+            left[dirs[d].item] = left.get(dirs[d].item, 0) + 1
+        by_item: dict[int, list[_Direction]] = {}
+        for d in dirs:
+            by_item.setdefault(d.item, []).append(d)
+        finished = [j for j in todo if left.get(j, 0) == 0]  # items with nothing to score (empty texts)
+        self._finish(cfg, finished, by_item, uitems, row_lp, token_scores, run, results)
+
+        self.rows_scored = len(row_dir)
+        with progress_bar("DiffScore", len(row_dir), enabled=self.progress) as bar:
+            for batch in length_sorted_batches(
+                lengths, batch_size=self.batch_size, max_tokens=self.max_tokens
+            ):
+                seqs = [dirs[row_dir[r]].layout.ids for r in batch]
+                lps = self._forward(seqs, [row_pos[r] for r in batch])
+                done_now = []
+                for r, lp in zip(batch, lps, strict=True):
+                    row_lp[r] = lp
+                    it = dirs[row_dir[r]].item
+                    left[it] -= 1
+                    if left[it] == 0:
+                        done_now.append(it)
+                self._finish(cfg, done_now, by_item, uitems, row_lp, token_scores, run, results)
+                bar.update(len(batch))
+        self._report_truncation(cfg, [results[j] for j in todo], run)
+
+    def _report_truncation(self, cfg: str, new: list[dict[str, Any]], run) -> None:
+        """One summary warning per kind of cut, in the log and (when given) in the run."""
+        window = int(self.model.max_length)
+        for what in ("source", "candidate"):
+            n = sum(1 for r in new if r.get("warning") and f"{what} truncated" in r["warning"])
+            if n:
+                msg = (
+                    f"{cfg}: {n} {what}(s) truncated from the end to fit the model window of {window} tokens "
+                    "(see the 'warning' column)"
+                )
+                if run is not None:
+                    run.warn(msg)
+                else:
+                    log.warning(msg)
+
+    @torch.inference_mode()
+    def _forward(self, seqs: list[tuple[int, ...]], positions: list[np.ndarray]) -> list[np.ndarray]:
+        """log p of the original token at each hidden position of each row (rows scored independently)."""
+        model = self.model
+        ids, attn = model.pad(seqs)
+        offs = model.offset(attn).cpu().numpy()
+        b_idx = np.concatenate([np.full(len(p), r) for r, p in enumerate(positions)])
+        p_idx = np.concatenate([p + offs[r] for r, p in enumerate(positions)])
+        pos = torch.zeros(ids.shape, dtype=torch.bool)
+        pos[torch.from_numpy(b_idx), torch.from_numpy(p_idx)] = True
+        pos = pos.to(ids.device)
+        masked = ids.masked_fill(pos, model.mask_token_id)
+        sc = model.score_positions(masked, attn, pos, ids)
+        lp = sc.logprob.float().cpu().numpy().astype(np.float64)
+        # nonzero() is row-major and positions are sorted ascending within a row
+        out, s = [], 0
+        for p in positions:
+            out.append(lp[s : s + len(p)])
+            s += len(p)
+        return out
+
+    def _finish(self, cfg, items, by_item, uitems, row_lp, token_scores, run, results) -> None:
+        if not items:
+            return
+        new = []
+        for j in items:
+            for d in by_item[j]:
+                if d.masks is not None:
+                    self._aggregate_direction(d, row_lp)
+            res = self._combine(cfg, by_item[j], token_scores)
+            results[j] = res
+            new.append((uitems[j][0], res))
+        if run is not None:
+            run.put_many(new)
+
+    def _aggregate_direction(self, d: _Direction, row_lp) -> None:
+        masks = d.masks
+        n, length = masks.hidden.shape
+        lp = np.full((n, length), np.nan)
+        for m in range(n):
+            lp[m, masks.hidden[m]] = row_lp[d.mask_row[m]]
+        d.token_lp = lp
+        sums = np.nansum(lp, axis=1)
+        if self.spec.weighting == "elbo" and self.spec.scheme != "pll":
+            t = self.rates[masks.rate_index]
+            d.values = sums / (t * length)
+        else:
+            d.values = sums / masks.hidden.sum(axis=1)
+
+    # ------------------------------------------------------------------ aggregation
+    def _summary(self, values: np.ndarray, masks: MaskSet) -> tuple[float, float, list[float]]:
+        """score, standard error and profile from per-mask values."""
+        score = float(np.mean(values))
+        T = self.spec.n_rates
+        if self.spec.scheme == "pll":
+            return score, 0.0, []
+        profile = [
+            float(np.mean(values[masks.rate_index == k])) if np.any(masks.rate_index == k) else math.nan
+            for k in range(T)
+        ]
+        return score, _stratified_se(values, masks), profile
+
+    def _combine(self, cfg: str, dirs: list[_Direction], token_scores: bool) -> dict[str, Any]:
+        warn = "; ".join(w for d in dirs for w in d.layout.warnings) or None
+        per: dict[str, dict[str, Any]] = {}
+        for d in dirs:
+            if d.masks is None:
+                per[d.kind] = {"score": math.nan, "se": math.nan, "profile": self._nan_profile(), "n": 0}
+            else:
+                s, se, prof = self._summary(d.values, d.masks)
+                per[d.kind] = {"score": s, "se": se, "profile": prof, "n": d.masks.length}
+            per[d.kind]["n_masks"] = 0 if d.masks is None else d.masks.n_masks
+            per[d.kind]["reason"] = d.reason
+        reasons = [f"{d.kind}: {d.reason}" if len(dirs) > 1 else d.reason for d in dirs if d.reason]
+        out: dict[str, Any] = {"reason": "; ".join(reasons) or None, "warning": warn}
+        if len(dirs) == 1:
+            p = per[dirs[0].kind]
+            out.update(
+                score=p["score"], se=p["se"], profile=p["profile"], n_tokens=p["n"], n_masks=p["n_masks"]
+            )
+        else:
+            a, b = dirs
+            pa, pb = per[a.kind], per[b.kind]
+            if cfg == "bidir":
+                score = 0.5 * (pa["score"] + pb["score"])
+                se = 0.5 * math.sqrt(pa["se"] ** 2 + pb["se"] ** 2)
+                prof = [0.5 * (x + y) for x, y in zip(pa["profile"], pb["profile"], strict=True)]
+            else:  # pmi = cond - marginal, mask by mask when the masks are shared
+                coupled = (
+                    a.masks is not None
+                    and b.masks is not None
+                    and a.masks.hidden.shape == b.masks.hidden.shape
+                    and bool(np.array_equal(a.masks.hidden, b.masks.hidden))
+                )
+                if coupled:
+                    score, se, prof = self._summary(a.values - b.values, a.masks)
+                else:
+                    score = pa["score"] - pb["score"]
+                    se = math.sqrt(pa["se"] ** 2 + pb["se"] ** 2)
+                    prof = [x - y for x, y in zip(pa["profile"], pb["profile"], strict=True)]
+                out["coupled"] = coupled
+            if a.reason or b.reason:
+                score, se, prof = math.nan, math.nan, self._nan_profile()
+            out.update(
+                score=score, se=se, profile=prof, n_tokens=pa["n"], n_masks=pa["n_masks"] + pb["n_masks"]
+            )
+            for d in dirs:
+                out[f"score_{d.kind}"] = per[d.kind]["score"]
+                out[f"se_{d.kind}"] = per[d.kind]["se"]
+                out[f"n_tokens_{d.kind}"] = per[d.kind]["n"]
+        if token_scores:
+            suffix = len(dirs) > 1
+            for d in dirs:
+                out.update(self._token_fields(d, f"_{d.kind}" if suffix else ""))
+            if cfg == "pmi" and out.get("coupled"):
+                out["token_pmi"] = [
+                    x - y
+                    for x, y in zip(out["token_logprob_cond"], out["token_logprob_marginal"], strict=True)
+                ]
+        return out
+
+    def _nan_profile(self) -> list[float]:
+        return [] if self.spec.scheme == "pll" else [math.nan] * self.spec.n_rates
+
+    def _token_fields(self, d: _Direction, sfx: str) -> dict[str, Any]:
+        a, b = d.layout.span(d.side)
+        ids = list(d.layout.ids[a:b])
+        toks = [str(t) for t in self.model.tokenizer.convert_ids_to_tokens(ids)] if ids else []
+        if d.masks is None:
+            return {f"tokens{sfx}": toks, f"token_logprob{sfx}": [], f"token_rate_logprob{sfx}": []}
+        lp = d.token_lp
+        with np.errstate(invalid="ignore"):
+            per_tok = _nanmean(lp, axis=0)
+            by_rate = []
+            if self.spec.scheme != "pll":
+                for k in range(self.spec.n_rates):
+                    sel = d.masks.rate_index == k
+                    by_rate.append(
+                        _nanmean(lp[sel], axis=0).tolist() if sel.any() else [math.nan] * lp.shape[1]
+                    )
+        return {
+            f"tokens{sfx}": toks,
+            f"token_logprob{sfx}": per_tok.tolist(),
+            f"token_rate_logprob{sfx}": by_rate,
+        }
+
+
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    # np.nanmean warns on all-NaN slices; a token no mask hid gets NaN silently
+    cnt = np.sum(~np.isnan(x), axis=axis)
+    tot = np.nansum(x, axis=axis)
+    return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+
+
+def _stratified_se(values: np.ndarray, masks: MaskSet) -> float:
+    """Standard error of ``mean(values)`` from sampling units within strata.
+
+    Units (a complementary pair, or one mask) of one stratum are treated as independent draws; for the balanced
+    scheme the units of a stratum come from one permutation and are negatively correlated, so this is
+    conservative. A stratum with a single unit gives NaN unless its masks hide every token (no randomness).
+    """
+    k = len(values)
+    var = 0.0
+    for s in np.unique(masks.stratum):
+        sel = masks.stratum == s
+        units = masks.unit[sel]
+        uids = np.unique(units)
+        sums = np.array([values[sel][units == u].sum() for u in uids])
+        if len(uids) < 2:
+            if masks.hidden[sel].all():
+                continue
+            return math.nan
+        var += len(uids) * float(np.var(sums, ddof=1))
+    return math.sqrt(var) / k

@@ -1,0 +1,196 @@
+"""Masking patterns for the DiffScore Monte Carlo estimator.
+
+A pattern set for one text of ``L`` scored tokens is a boolean matrix ``hidden[n_masks, L]`` plus, for every mask,
+the index of its masking rate on the grid ``t_k = k / T`` (``k = 1..T``) and the sampling unit it belongs to (used
+for the standard error). Three schemes:
+
+``balanced`` (the default; goes beyond the paper)
+    *Stratified rates*: the K masks are spread over the T rates round-robin, so every rate gets ``K // T`` or
+    ``K // T + 1`` masks (exactly K/T when T divides K, as in the presets K=20/T=10 and K=5/T=5), never a random
+    number of them. *Exact counts*: a mask at rate ``t_k`` hides exactly ``m_k = clamp(floor(t_k * L + 1/2), 1, L)``
+    tokens, so there is no noise from a random mask size (and no empty mask). *Complementary (antithetic) masks*:
+    rate ``t_k`` is paired with rate ``1 - t_k`` (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the
+    complement of the j-th mask at ``t_k``. The masks of one rate pair are cyclic windows of one random permutation
+    of the tokens, at evenly spaced offsets (systematic sampling), so within a rate pair every token is hidden
+    exactly the same number of times (once per complementary pair), and the masks of one rate overlap as little
+    as possible. The rate ``t = 1/2`` (T even) is paired with itself (windows at offsets ``0`` and ``L/2``), and
+    ``t = 1`` hides everything. Every single mask at rate ``t_k`` is still a uniformly random ``m_k``-subset, so
+    the expectation is the one of independent exact-count masks; only the variance drops.
+
+``independent`` (the paper's estimator, DiffScore section 4.3 / appendix D.5)
+    T evenly spaced rates ``t_k = k / T``, K/T masks at each, each token hidden independently with probability
+    ``t_k`` (Bernoulli). A mask that comes out empty hides one uniformly chosen token instead (the paper does not
+    say what it does; an empty mask has no score).
+
+``pll`` (exact and deterministic, for short texts)
+    L masks, each hiding one token: the mean of ``log p(x_i | x_{-i})`` is the pseudo-log-likelihood per token.
+    K and T are ignored and there is no profile.
+
+Every random draw comes from the ``numpy.random.Generator`` the caller passes, seeded by
+:func:`dlmeval.seeding.numpy_rng` from (seed, item, masked side, scheme, K, T); the patterns of a text depend only
+on that seed and on ``L``, never on batch size or item order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlmeval.errors import InputError
+
+SCHEMES = ("balanced", "independent", "pll")
+
+
+@dataclass(frozen=True)
+class MaskSet:
+    """The masking patterns of one text.
+
+    ``hidden``: bool ``[n, L]``; ``rate_index``: int ``[n]`` (0-based index into :func:`rate_grid`, ``-1`` for
+    PLL); ``unit``: int ``[n]``, masks with the same unit id form one sampling unit (a complementary pair, or a
+    single mask); ``stratum``: int ``[n]``, units of one stratum are exchangeable draws (one rate, or one rate
+    pair), the standard error is computed stratum by stratum.
+    """
+
+    hidden: np.ndarray
+    rate_index: np.ndarray
+    unit: np.ndarray
+    stratum: np.ndarray
+
+    @property
+    def n_masks(self) -> int:
+        return int(self.hidden.shape[0])
+
+    @property
+    def length(self) -> int:
+        return int(self.hidden.shape[1])
+
+
+def rate_grid(n_rates: int) -> np.ndarray:
+    """The masking rates ``t_k = k / T`` for ``k = 1..T`` (evenly spaced in (0, 1], as in the paper)."""
+    if n_rates < 1:
+        raise InputError(f"the number of masking rates must be at least 1, got {n_rates}")
+    return np.arange(1, n_rates + 1, dtype=np.float64) / n_rates
+
+
+def masks_per_rate(n_masks: int, n_rates: int) -> np.ndarray:
+    """Masks at each rate when K masks are spread round-robin over T rates (mask j gets rate ``j mod T``)."""
+    if n_masks < 1:
+        raise InputError(f"the number of masks must be at least 1, got {n_masks}")
+    counts = np.full(n_rates, n_masks // n_rates, dtype=np.int64)
+    counts[: n_masks % n_rates] += 1
+    return counts
+
+
+def hidden_count(rate: float, length: int) -> int:
+    """Tokens an exact-count mask hides at ``rate``: ``round(rate * L)`` (halves up), at least 1, at most L."""
+    return int(min(length, max(1, np.floor(rate * length + 0.5))))
+
+
+def _window(perm: np.ndarray, start: int, size: int) -> np.ndarray:
+    out = np.zeros(perm.shape[0], dtype=bool)
+    out[perm[(start + np.arange(size)) % perm.shape[0]]] = True
+    return out
+
+
+def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
+    """Stratified, exact-count, complementary masks (see the module docstring)."""
+    _check(length, n_masks, n_rates)
+    rates = rate_grid(n_rates)
+    counts = masks_per_rate(n_masks, n_rates)
+    per_rate: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(n_rates)]  # (hidden, unit)
+    stratum_of_rate = np.zeros(n_rates, dtype=np.int64)
+    unit = 0
+    stratum = 0
+    for a in range(n_rates):  # 0-based; rate a pairs with rate b = T - 2 - a (t_b = 1 - t_a), the last is t=1
+        b = n_rates - 2 - a
+        if counts[a] == 0 and (b < 0 or counts[b] == 0):
+            continue
+        if a == n_rates - 1:  # t = 1: everything hidden, no randomness
+            for _ in range(counts[a]):
+                per_rate[a].append((np.ones(length, dtype=bool), unit))
+                unit += 1
+            stratum_of_rate[a] = stratum
+            stratum += 1
+            continue
+        if b < a:  # this rate's pair was built when its partner came up
+            continue
+        perm = rng.permutation(length)
+        m_a = hidden_count(rates[a], length)
+        if b == a:  # t = 1/2 paired with itself: evenly spread windows of one permutation
+            n = counts[a]
+            for j in range(n):  # each window is its own unit (windows of one permutation: conservative SE)
+                per_rate[a].append((_window(perm, (j * length) // n, m_a), unit))
+                unit += 1
+        else:
+            n_a, n_b = int(counts[a]), int(counts[b])
+            complement = length - m_a >= 1
+            m_b = hidden_count(rates[b], length)
+            for j in range(max(n_a, n_b)):
+                if j < n_a:
+                    w = _window(perm, (j * length) // n_a, m_a)
+                    per_rate[a].append((w, unit))
+                    if j < n_b:
+                        w_b = ~w if complement else _window(perm, (j * length) // n_b, m_b)
+                        per_rate[b].append((w_b, unit))
+                else:
+                    per_rate[b].append((_window(perm, (j * length) // n_b, m_b), unit))
+                unit += 1
+            stratum_of_rate[b] = stratum
+        stratum_of_rate[a] = stratum
+        stratum += 1
+    hidden, rate_index, units, strata = [], [], [], []
+    # Interleave in the round-robin order of the paper (mask j at rate j mod T) so the layout is easy to read.
+    taken = np.zeros(n_rates, dtype=np.int64)
+    for j in range(n_masks):
+        k = j % n_rates
+        h, u = per_rate[k][taken[k]]
+        taken[k] += 1
+        hidden.append(h)
+        rate_index.append(k)
+        units.append(u)
+        strata.append(stratum_of_rate[k])
+    return MaskSet(np.stack(hidden), np.asarray(rate_index), np.asarray(units), np.asarray(strata))
+
+
+def independent_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
+    """The paper's estimator: Bernoulli(t_k) masks, independent, K/T per rate; an empty mask hides one token."""
+    _check(length, n_masks, n_rates)
+    rates = rate_grid(n_rates)
+    hidden = np.zeros((n_masks, length), dtype=bool)
+    rate_index = np.arange(n_masks) % n_rates
+    for j in range(n_masks):
+        h = rng.random(length) < rates[rate_index[j]]
+        if not h.any():
+            h[rng.integers(length)] = True
+        hidden[j] = h
+    return MaskSet(hidden, rate_index, np.arange(n_masks), rate_index.copy())
+
+
+def pll_masks(length: int) -> MaskSet:
+    """Every single-token mask, in token order (deterministic)."""
+    if length < 1:
+        raise InputError("cannot build masks for an empty text")
+    return MaskSet(
+        np.eye(length, dtype=bool),
+        np.full(length, -1, dtype=np.int64),
+        np.arange(length),
+        np.zeros(length, dtype=np.int64),
+    )
+
+
+def make_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
+    if scheme == "balanced":
+        return balanced_masks(length, n_masks, n_rates, rng)
+    if scheme == "independent":
+        return independent_masks(length, n_masks, n_rates, rng)
+    if scheme == "pll":
+        return pll_masks(length)
+    raise InputError(f"unknown masking scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
+
+
+def _check(length: int, n_masks: int, n_rates: int) -> None:
+    if length < 1:
+        raise InputError("cannot build masks for an empty text")
+    if n_masks < 1 or n_rates < 1:
+        raise InputError(f"need at least one mask and one rate, got K={n_masks}, T={n_rates}")
