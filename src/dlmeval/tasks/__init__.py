@@ -1,0 +1,105 @@
+"""Downstream tasks shared by the robustness and Care pillars: TriviaQA, GSM8K, ARC-Challenge.
+
+Tasks (singletons; ``get_task(name)``, ``TASKS``)
+    ``TRIVIAQA``       open answer; correct if a normalised alias is a whole-word substring of the output
+    ``GSM8K_TASK``     open answer; the final number (``#### N``, ``\\boxed{N}``, "the answer is N", last number)
+    ``ARC_CHALLENGE``  four options; a generated letter (the paper) or the likelihood argmax over options
+
+Every task
+    ``task.items(data_dir=None, path=None, limit=None)``  items from :mod:`dlmeval.data.tasks` (with ``item_id``)
+    ``task.prompt(item) -> Prompt(text, question=(start, end))``  the paper's user message (App. D) and the
+                                                         question's span in it
+    ``task.user_message(item, perturbation=None, seed=0, scope="prompt"|"question") -> UserMessage``
+                                                         the whole message perturbed (the paper's sweep) or only
+                                                         the question (its App. H ablation)
+    ``task.extract(output, item) / task.is_correct(item, output) / task.gold(item)``
+    ``task.chance`` (RDI guard null), ``task.max_new_tokens`` (128, GSM8K 512), ``task.stop``
+
+Running (model-agnostic: a model enters as a callable)
+    ``chat_formatter(model) -> (user -> prompt)``       the chat template when the model has one, else identity
+    ``evaluate_generation(task, items, generate, perturbation=None, seed=0, scope="prompt", wrap=None)``
+        ``generate(prompts, item_ids) -> outputs``; returns ``ItemResult`` per item
+    ``evaluate_choices(items, score_choices, perturbation=None, seed=0, scope="prompt", wrap=None)`` (ARC)
+        ``score_choices(context, continuations) -> list[float]``
+    ``causal_choice_scorer(model, aggregate="mean"|"sum")``  a ``score_choices`` from ``continuation_logprobs``
+    ``causal_choice_logprobs(model, context, choices) -> [ChoiceLogprob(total, mean, n_tokens)]``
+
+Extractors: ``extract_gsm8k_answer(text)``, ``extract_choice(text, choices=None)``, ``normalize_answer(text)``,
+``alias_match(prediction, aliases)``.
+"""
+
+from dlmeval.errors import InputError
+from dlmeval.tasks.arc import (
+    ARC_CHALLENGE,
+    ARC_LIKELIHOOD_TEMPLATE,
+    ARC_TEMPLATE,
+    ARCChallenge,
+    arc_question,
+    evaluate_choices,
+    extract_choice,
+)
+from dlmeval.tasks.base import (
+    ChoiceLogprob,
+    ItemResult,
+    Prompt,
+    Task,
+    UserMessage,
+    argmax_choice,
+    causal_choice_logprobs,
+    causal_choice_scorer,
+    chat_formatter,
+    evaluate_generation,
+    fill,
+    perturb_prompt,
+)
+from dlmeval.tasks.gsm8k import GSM8K, GSM8K_TASK, GSM8K_TEMPLATE, extract_gsm8k_answer
+from dlmeval.tasks.triviaqa import TRIVIAQA, TRIVIAQA_TEMPLATE, TriviaQA, alias_match, normalize_answer
+
+TASKS: dict[str, Task] = {t.name: t for t in (TRIVIAQA, GSM8K_TASK, ARC_CHALLENGE)}
+_ALIASES = {
+    "arc": "arc_challenge",
+    "arc-challenge": "arc_challenge",
+    "trivia": "triviaqa",
+    "trivia_qa": "triviaqa",
+}
+
+
+def get_task(name: str) -> Task:
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key not in TASKS:
+        raise InputError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[key]
+
+
+__all__ = [
+    "ARCChallenge",
+    "ARC_CHALLENGE",
+    "ARC_LIKELIHOOD_TEMPLATE",
+    "ARC_TEMPLATE",
+    "ChoiceLogprob",
+    "GSM8K",
+    "GSM8K_TASK",
+    "GSM8K_TEMPLATE",
+    "ItemResult",
+    "Prompt",
+    "TASKS",
+    "TRIVIAQA",
+    "TRIVIAQA_TEMPLATE",
+    "Task",
+    "TriviaQA",
+    "UserMessage",
+    "alias_match",
+    "arc_question",
+    "argmax_choice",
+    "causal_choice_logprobs",
+    "causal_choice_scorer",
+    "chat_formatter",
+    "evaluate_choices",
+    "evaluate_generation",
+    "extract_choice",
+    "extract_gsm8k_answer",
+    "fill",
+    "get_task",
+    "normalize_answer",
+    "perturb_prompt",
+]

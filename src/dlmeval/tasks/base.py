@@ -1,0 +1,260 @@
+"""What every downstream task shares: prompts with a known question span, perturbation scope, chat wrapping,
+choice scoring callables, and per-item evaluation loops that do not know which model family answers.
+
+A model enters only as a callable:
+
+* ``Generate = (prompts, item_ids) -> outputs`` for generation (a CausalLM's ``generate``, a diffusion sampler);
+* ``ScoreChoices = (context, choices) -> list[float]`` for likelihood scoring (higher = more likely):
+  :func:`causal_choice_scorer` for a :class:`~dlmeval.models.causal.CausalLM`; for a diffusion LM, pass the
+  DiffScore conditional estimator wrapped into this signature.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from dlmeval.errors import InputError
+from dlmeval.robustness.perturb import Perturbation, PerturbResult
+
+Generate = Callable[[list[str], list[str]], list[str]]
+ScoreChoices = Callable[[str, Sequence[str]], list[float]]
+SCOPES = ("prompt", "question")
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A user message and where the raw question lies in it (``text[question[0]:question[1]]``)."""
+
+    text: str
+    question: tuple[int, int]
+
+    def __post_init__(self) -> None:
+        s, e = self.question
+        if not 0 <= s <= e <= len(self.text):
+            raise InputError(
+                f"question span {self.question} lies outside a prompt of {len(self.text)} characters"
+            )
+
+
+def fill(template: str, question_field: str = "question", **fields: str) -> Prompt:
+    """``template.format(**fields)`` and the span that ``fields[question_field]`` occupies in the result."""
+    marker = "\x00QUESTION\x00"
+    head, sep, tail = template.format(**{**fields, question_field: marker}).partition(marker)
+    if not sep or marker in tail:
+        raise InputError(f"template must contain {{{question_field}}} exactly once")
+    q = fields[question_field]
+    return Prompt(head + q + tail, (len(head), len(head) + len(q)))
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A (possibly perturbed) user message; ``perturbation`` is None on clean input."""
+
+    text: str
+    condition: str  # "clean" or the perturbation key
+    perturbation: PerturbResult | None = None
+
+
+def perturb_prompt(
+    prompt: Prompt,
+    perturbation: Perturbation | None,
+    *,
+    seed: int,
+    item_id: str,
+    scope: str = "prompt",
+) -> UserMessage:
+    """Apply ``perturbation`` to the whole user message (``scope="prompt"``, the paper's main sweep) or to the
+    question only (``scope="question"``, its App. H ablation)."""
+    if scope not in SCOPES:
+        raise InputError(f"perturbation scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if perturbation is None:
+        return UserMessage(prompt.text, "clean")
+    if scope == "prompt":
+        res = perturbation.perturb(prompt.text, seed, item_id)
+    else:
+        res = perturbation.perturb_span(prompt.text, *prompt.question, seed, item_id)
+    return UserMessage(res.text, perturbation.key, res)
+
+
+def chat_formatter(model: Any) -> Callable[[str], str]:
+    """``user text -> prompt text`` through the model's chat template (a generation prompt for the assistant
+    turn), or the identity when the model has none. Works for a CausalLM (``model.chat``) and a DiffusionLM
+    (``model.has_chat_template`` and its tokenizer)."""
+    chat = getattr(model, "chat", None)
+    if callable(chat):
+        return chat
+    if not getattr(model, "has_chat_template", False):
+        return lambda user: user
+    tok = model.tokenizer
+
+    def apply(user: str) -> str:
+        return tok.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+
+    return apply
+
+
+# ---------------------------------------------------------------------------------------------------- tasks
+class Task(ABC):
+    """A benchmark: load items, build the paper's user message, extract and judge answers.
+
+    Items come from :mod:`dlmeval.data.tasks` (frozen dataclasses with ``item_id``).
+    """
+
+    name: ClassVar[str]
+    template: ClassVar[str]
+    chance: ClassVar[float]  # accuracy of guessing (the RDI guard's null)
+    max_new_tokens: ClassVar[int]  # the paper's generation budget (App. E, Table 6)
+    stop: ClassVar[tuple[str, ...]] = ()  # cut generations here (a base model would run on into a new item)
+
+    @abstractmethod
+    def load(self, data_dir=None, *, path=None) -> list[Any]: ...
+
+    @abstractmethod
+    def prompt(self, item: Any) -> Prompt: ...
+
+    @abstractmethod
+    def extract(self, output: str, item: Any = None) -> Any:
+        """The answer a generation states (None when none can be found)."""
+
+    @abstractmethod
+    def gold(self, item: Any) -> Any: ...
+
+    @abstractmethod
+    def is_correct(self, item: Any, output: str) -> bool: ...
+
+    def user_message(
+        self, item: Any, perturbation: Perturbation | None = None, *, seed: int = 0, scope: str = "prompt"
+    ) -> UserMessage:
+        return perturb_prompt(self.prompt(item), perturbation, seed=seed, item_id=item.item_id, scope=scope)
+
+    def items(self, data_dir=None, *, path=None, limit: int | None = None) -> list[Any]:
+        """The first ``limit`` items in file order (the paper evaluates n = 200 per condition)."""
+        items = self.load(data_dir, path=path)
+        if limit is not None:
+            if limit < 1:
+                raise InputError(f"limit must be a positive number of items, got {limit}")
+            items = items[:limit]
+        return items
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    item_id: str
+    task: str
+    condition: str  # "clean" or a perturbation key
+    seed: int
+    scope: str
+    prompt: str  # the text the model saw (after the chat template)
+    output: str  # the generation ("" in likelihood mode)
+    prediction: Any  # the extracted answer (a choice index in likelihood mode)
+    gold: Any
+    correct: bool
+    changed: int = 0  # perturbation units edited
+    eligible: int = 0
+    scores: tuple[float, ...] = ()  # choice scores in likelihood mode
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["scores"] = list(self.scores)
+        return d
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def evaluate_generation(
+    task: Task,
+    items: Sequence[Any],
+    generate: Generate,
+    *,
+    perturbation: Perturbation | None = None,
+    seed: int = 0,
+    scope: str = "prompt",
+    wrap: Callable[[str], str] | None = None,
+) -> list[ItemResult]:
+    """Build (and perturb) each user message, wrap it (``chat_formatter(model)``), generate, judge.
+
+    ``generate`` receives all prompts and their item ids at once (it batches and seeds per item itself).
+    """
+    wrap = wrap or _identity
+    msgs = [task.user_message(it, perturbation, seed=seed, scope=scope) for it in items]
+    prompts = [wrap(m.text) for m in msgs]
+    outputs = list(generate(prompts, [it.item_id for it in items]))
+    if len(outputs) != len(items):
+        raise InputError(f"generate returned {len(outputs)} outputs for {len(items)} prompts")
+    out = []
+    for it, m, p, o in zip(items, msgs, prompts, outputs):
+        pr = m.perturbation
+        out.append(
+            ItemResult(
+                it.item_id,
+                task.name,
+                m.condition,
+                seed,
+                scope,
+                p,
+                o,
+                task.extract(o, it),
+                task.gold(it),
+                bool(task.is_correct(it, o)),
+                pr.changed if pr else 0,
+                pr.eligible if pr else 0,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- scoring
+def argmax_choice(scores: Sequence[float]) -> int:
+    """Index of the highest score; NaN counts as -inf; ties go to the lowest index."""
+    if not len(scores):
+        raise InputError("no choice scores")
+    best, arg = -math.inf, 0
+    for i, s in enumerate(scores):
+        v = -math.inf if s is None or math.isnan(s) else float(s)
+        if v > best:
+            best, arg = v, i
+    return arg
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceLogprob:
+    total: float  # sum of the continuation's token log-probabilities
+    mean: float  # total / n_tokens (NaN for zero tokens)
+    n_tokens: int
+
+
+def causal_choice_logprobs(
+    model: Any, context: str, choices: Sequence[str], *, batch_size: int = 16
+) -> list[ChoiceLogprob]:
+    """Log-probability of each choice as the continuation of ``context`` under a CausalLM."""
+    lps = model.continuation_logprobs([context] * len(choices), list(choices), batch_size=batch_size)
+    out = []
+    for lp in lps:
+        n = int(len(lp))
+        total = float(lp.sum()) if n else float("nan")
+        out.append(ChoiceLogprob(total, total / n if n else float("nan"), n))
+    return out
+
+
+AGGREGATES = ("mean", "sum")
+
+
+def causal_choice_scorer(model: Any, *, aggregate: str = "mean", batch_size: int = 16) -> ScoreChoices:
+    """A :data:`ScoreChoices` for a CausalLM: per-choice mean token log-probability (``"mean"``, the default:
+    the same length normalisation as the paper's geometric-mean confidence, App. I) or the sum (``"sum"``)."""
+    if aggregate not in AGGREGATES:
+        raise InputError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+
+    def score(context: str, choices: Sequence[str]) -> list[float]:
+        res = causal_choice_logprobs(model, context, choices, batch_size=batch_size)
+        return [r.mean if aggregate == "mean" else r.total for r in res]
+
+    return score
