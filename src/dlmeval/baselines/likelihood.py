@@ -1,0 +1,117 @@
+"""Autoregressive likelihood scores (GPTScore / BARTScore style) with any :class:`~dlmeval.models.causal.CausalLM`.
+
+A score is the mean per-token log-probability of a text given another one, ``(1/|y|) sum_i log p(y_i | y_<i, x)``
+(BARTScore's and GPTScore's convention), in one of the directions of BARTScore (Yuan et al. 2021):
+
+========== ======================== =======================================================================
+name        score                    BARTScore reading
+========== ======================== =======================================================================
+``s2h``     log p(hyp | src)         faithfulness (source -> hypothesis)
+``h2s``     log p(src | hyp)         coverage of the source (hypothesis -> source)
+``r2h``     log p(hyp | ref)         precision (reference -> hypothesis)
+``h2r``     log p(ref | hyp)         recall (hypothesis -> reference)
+``f``       (r2h + h2r) / 2          F score (arithmetic mean, BARTScore's ``avg_f``)
+``mar``     log p(hyp)               marginal likelihood, no conditioning text (fluency; the AR side of PMI)
+========== ======================== =======================================================================
+
+The conditioning text is joined to the scored text as ``TEMPLATE.format(context=x) + y`` with the default
+template ``"{context}\\n\\n"`` (a paragraph break, no instruction): a decoder-only model has no encoder, so the
+source is its prompt. With several references a reference direction takes the best reference (max), as
+BARTScore's ``*_max`` variants do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlmeval.errors import InputError
+
+DEFAULT_TEMPLATE = "{context}\n\n"
+DIRECTIONS = ("s2h", "h2s", "r2h", "h2r", "f", "mar")
+
+
+class ARScorer:
+    """Mean log-probability scores with a causal LM. ``template`` formats the conditioning text."""
+
+    def __init__(self, model, *, template: str = DEFAULT_TEMPLATE, batch_size: int = 8):
+        if "{context}" not in template:
+            raise InputError(f"the AR template must contain '{{context}}', got {template!r}")
+        self.model = model
+        self.template = template
+        self.batch_size = int(batch_size)
+
+    def token_logprobs(self, contexts: Sequence[str | None], texts: Sequence[str]) -> list[np.ndarray]:
+        """Per-token log-probabilities of each text given its context (``None`` = no context: marginal)."""
+        if len(contexts) != len(texts):
+            raise InputError("contexts and texts differ in length")
+        for i, t in enumerate(texts):
+            if not t or not t.strip():
+                raise InputError(f"text {i} is empty: a likelihood score needs at least one token")
+        ctx = ["" if c is None else self.template.format(context=c) for c in contexts]
+        return self.model.continuation_logprobs(ctx, list(texts), batch_size=self.batch_size)
+
+    def mean_logprobs(self, contexts: Sequence[str | None], texts: Sequence[str]) -> list[float]:
+        """The mean per-token log-probability of each text given its context."""
+        out = []
+        for i, lp in enumerate(self.token_logprobs(contexts, texts)):
+            if lp.size == 0 or not np.all(np.isfinite(lp)):
+                raise InputError(f"text {i} has no scorable tokens (or a non-finite log-probability)")
+            out.append(float(lp.mean()))
+        return out
+
+
+def directional_scores(
+    scorer: ARScorer,
+    candidates: Sequence[str],
+    *,
+    sources: Sequence[str] | None = None,
+    references: Sequence[Sequence[str]] | None = None,
+    directions: Sequence[str] = DIRECTIONS,
+) -> dict[str, list[float]]:
+    """The requested directions for every candidate: ``{direction: [score per candidate]}``.
+
+    ``s2h``/``h2s`` need ``sources``; ``r2h``/``h2r``/``f`` need ``references`` (one sequence of references per
+    candidate; the best reference counts for each of r2h and h2r separately, and ``f`` averages those two).
+    """
+    bad = [d for d in directions if d not in DIRECTIONS]
+    if bad:
+        raise InputError(f"unknown AR direction(s) {bad}; choose from {', '.join(DIRECTIONS)}")
+    n = len(candidates)
+    out: dict[str, list[float]] = {}
+    if ("s2h" in directions or "h2s" in directions) and (sources is None or len(sources) != n):
+        raise InputError("the s2h / h2s directions need one source per candidate")
+    want_ref = any(d in directions for d in ("r2h", "h2r", "f"))
+    if want_ref and (references is None or len(references) != n):
+        raise InputError("the r2h / h2r / f directions need references for every candidate")
+    if "s2h" in directions:
+        out["s2h"] = scorer.mean_logprobs(list(sources), list(candidates))
+    if "h2s" in directions:
+        out["h2s"] = scorer.mean_logprobs(list(candidates), list(sources))
+    if "mar" in directions:
+        out["mar"] = scorer.mean_logprobs([None] * n, list(candidates))
+    if want_ref:
+        flat_c, flat_r, owner = [], [], []
+        for i, (c, refs) in enumerate(zip(candidates, references)):
+            refs = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
+            if not refs:
+                raise InputError(f"candidate {i} has no reference")
+            for r in refs:
+                flat_c.append(c)
+                flat_r.append(r)
+                owner.append(i)
+        r2h = scorer.mean_logprobs(flat_r, flat_c)
+        h2r = scorer.mean_logprobs(flat_c, flat_r)
+        best_r2h = np.full(n, -np.inf)
+        best_h2r = np.full(n, -np.inf)
+        for k, i in enumerate(owner):
+            best_r2h[i] = max(best_r2h[i], r2h[k])
+            best_h2r[i] = max(best_h2r[i], h2r[k])
+        if "r2h" in directions:
+            out["r2h"] = best_r2h.tolist()
+        if "h2r" in directions:
+            out["h2r"] = best_h2r.tolist()
+        if "f" in directions:
+            out["f"] = ((best_r2h + best_h2r) / 2).tolist()
+    return {d: out[d] for d in directions}
