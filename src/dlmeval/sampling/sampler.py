@@ -1,0 +1,522 @@
+"""The remasking sampler: masked diffusion generation over any :class:`~dlmeval.models.base.DiffusionLM`, with
+actual forward passes counted per row and a compact per-step history (churn statistics)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from dlmeval.errors import InputError
+from dlmeval.models.base import DiffusionLM, length_sorted_batches
+from dlmeval.sampling.config import SamplerConfig, linear_schedule, predict_nfe, steps_for_nfe
+from dlmeval.sampling.noise import gumbel, gumbel_argmax, gumbel_noise_width, row_uniforms, top_k_mask
+from dlmeval.sampling.strategies import StepView, get_strategy
+from dlmeval.seeding import derive_seed, torch_generator
+
+Prompt = str | Sequence[int] | torch.Tensor
+
+
+# --------------------------------------------------------------------------------------------- results
+@dataclass
+class SamplingHistory:
+    """Per nominal step ``t`` (all ``T`` of them, skipped ones included) and row ``b``.
+
+    * ``forwarded[t, b]``: the row took part in a forward pass at step ``t``
+    * ``unmasked`` / ``remasked[t, b]``: tokens decided / put back under the mask
+    * ``replaced[t, b]``: decided tokens that differ from the token that position held before it was re-masked
+    * ``stable[t, b]``: stable token-step cells: generated positions decided before the step and unchanged by it
+      (counted at forwarded steps only)
+    * ``changed[t, b, i]``: position ``i`` of the generation changed at step ``t`` (mask -> token or token -> mask)
+    * ``decided_step[b, i]``: the step at which the final token at ``i`` was decided (-1: never)
+    """
+
+    forwarded: np.ndarray
+    unmasked: np.ndarray
+    remasked: np.ndarray
+    replaced: np.ndarray
+    stable: np.ndarray
+    changed: np.ndarray
+    decided_step: np.ndarray
+
+    def churn(self) -> dict[str, np.ndarray]:
+        """Per-row churn statistics (the Care paper's): total re-masks and replacements, stable token-step
+        cells, and the mean fraction of the generation replaced per forwarded step."""
+        steps = self.forwarded.sum(0)
+        length = self.changed.shape[2]
+        replaced = self.replaced.sum(0)
+        return {
+            "remasks": self.remasked.sum(0),
+            "replacements": replaced,
+            "stable_cells": self.stable.sum(0),
+            "replacement_rate": replaced / np.maximum(steps * length, 1),
+        }
+
+    @staticmethod
+    def merge(parts: list[tuple[list[int], SamplingHistory]], n: int) -> SamplingHistory:
+        first = parts[0][1]
+        out = {}
+        for name in ("forwarded", "unmasked", "remasked", "replaced", "stable", "changed"):
+            a = getattr(first, name)
+            buf = np.zeros((a.shape[0], n, *a.shape[2:]), dtype=a.dtype)
+            for idx, h in parts:
+                buf[:, idx] = getattr(h, name)
+            out[name] = buf
+        ds = np.zeros((n, first.decided_step.shape[1]), dtype=first.decided_step.dtype)
+        for idx, h in parts:
+            ds[idx] = h.decided_step
+        return SamplingHistory(**out, decided_step=ds)
+
+
+@dataclass
+class SampleResult:
+    """Generations of one :meth:`RemaskingSampler.sample` call, rows in input order.
+
+    ``tokens [B, L]`` is the raw generation region (``pad_token_id`` where a row stopped before generating);
+    ``token_ids`` / ``texts`` end before the first EOS (texts decoded without special tokens). ``nfe[b]`` counts
+    the forward passes row ``b`` took part in (read from ``model.nfe``); ``nfe_calls`` the batched model calls;
+    ``steps_taken[b]`` the nominal steps iterated while the row was running (skipped ones included).
+    """
+
+    item_ids: list[str]
+    prompt_ids: list[list[int]]
+    tokens: np.ndarray
+    token_ids: list[list[int]]
+    texts: list[str]
+    nfe: np.ndarray
+    steps_taken: np.ndarray
+    stopped_at_eos: np.ndarray
+    nfe_calls: int
+    history: SamplingHistory
+    config: dict[str, Any]
+    nfe_predicted: int
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per row (for a run store)."""
+        churn = self.history.churn()
+        return [
+            {
+                "item_id": self.item_ids[b],
+                "text": self.texts[b],
+                "token_ids": self.token_ids[b],
+                "nfe": int(self.nfe[b]),
+                "steps_taken": int(self.steps_taken[b]),
+                "stopped_at_eos": bool(self.stopped_at_eos[b]),
+                "remasks": int(churn["remasks"][b]),
+                "replacements": int(churn["replacements"][b]),
+                "stable_cells": int(churn["stable_cells"][b]),
+                "replacement_rate": float(churn["replacement_rate"][b]),
+            }
+            for b in range(len(self))
+        ]
+
+    @staticmethod
+    def merge(parts: list[tuple[list[int], SampleResult]], n: int) -> SampleResult:
+        def rows(name):
+            out: list[Any] = [None] * n
+            for idx, r in parts:
+                for k, i in enumerate(idx):
+                    out[i] = getattr(r, name)[k]
+            return out
+
+        def arr(name):
+            a = getattr(parts[0][1], name)
+            buf = np.zeros((n, *a.shape[1:]), dtype=a.dtype)
+            for idx, r in parts:
+                buf[idx] = getattr(r, name)
+            return buf
+
+        first = parts[0][1]
+        return SampleResult(
+            item_ids=rows("item_ids"),
+            prompt_ids=rows("prompt_ids"),
+            tokens=arr("tokens"),
+            token_ids=rows("token_ids"),
+            texts=rows("texts"),
+            nfe=arr("nfe"),
+            steps_taken=arr("steps_taken"),
+            stopped_at_eos=arr("stopped_at_eos"),
+            nfe_calls=sum(r.nfe_calls for _, r in parts),
+            history=SamplingHistory.merge([(idx, r.history) for idx, r in parts], n),
+            config=first.config,
+            nfe_predicted=first.nfe_predicted,
+            timing={k: sum(r.timing.get(k, 0.0) for _, r in parts) for k in first.timing},
+        )
+
+
+# --------------------------------------------------------------------------------------------- sampler
+class RemaskingSampler:
+    """Masked diffusion sampling with a remasking strategy, over any :class:`DiffusionLM`.
+
+    >>> sampler = RemaskingSampler(model, SamplerConfig(length=64, steps=64, strategy="low_confidence"))
+    >>> res = sampler.sample(["The river", "A king"], item_ids=["a", "b"])
+    >>> res.texts, res.nfe, res.history.churn()["stable_cells"]
+
+    ``SamplerConfig(nfe=N, steps=None)`` is the compute-matched mode: the nominal steps are chosen so that the
+    strategy spends ``N`` forward passes per row (see :func:`~dlmeval.sampling.config.steps_for_nfe`);
+    ``sampler.config.steps`` holds them, ``sampler.nfe_predicted`` what the count rules promise.
+    """
+
+    def __init__(self, model: DiffusionLM, config: SamplerConfig | None = None, **overrides: Any):
+        config = config or SamplerConfig()
+        if overrides:
+            config = replace(config, **overrides)
+        self.model = model
+        self.strategy = get_strategy(config.strategy, remask_fraction=config.remask_fraction)
+        self.time_conditioned = bool(getattr(model, "time_conditioned", False))
+        kw = dict(
+            block_length=config.block_length,
+            remasks=self.strategy.remasks,
+            remask_fraction=config.remask_fraction,
+            time_conditioned=self.time_conditioned,
+        )
+        self.nfe_target = config.nfe
+        if config.nfe is not None:
+            steps, self.nfe_predicted = steps_for_nfe(config.nfe, config.length, **kw)
+            self.config = config.with_steps(steps)
+        else:
+            self.config = config
+            self.nfe_predicted = predict_nfe(config.length, config.steps, **kw)
+        dev = model.device
+        banned = {int(model.mask_token_id)}
+        if config.suppress_eos:
+            banned |= set(model.eos_token_ids)
+        self._banned = torch.tensor(sorted(banned), dtype=torch.long, device=dev)
+        self._eos = torch.tensor(sorted(set(model.eos_token_ids)), dtype=torch.long, device=dev)
+
+    def config_dict(self) -> dict[str, Any]:
+        """The settings as run (nominal steps resolved; ``nfe`` is the compute-matched target or None)."""
+        return {**self.config.as_dict(), "nfe": self.nfe_target}
+
+    # ------------------------------------------------------------------ prompts
+    def encode_prompt(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt. A string is encoded with the family's special tokens, minus trailing EOS ids
+        (a BERT-style ``[SEP]`` would end the text before it starts); token ids are taken as given."""
+        if isinstance(prompt, str):
+            ids = self.model.encode(prompt)
+            eos = set(self.model.eos_token_ids)
+            while ids and ids[-1] in eos:
+                ids.pop()
+            return ids
+        if isinstance(prompt, torch.Tensor):
+            prompt = prompt.reshape(-1).tolist()
+        try:
+            return [int(t) for t in prompt]
+        except (TypeError, ValueError):
+            raise InputError(
+                f"a prompt must be a string or a sequence of token ids, got {type(prompt).__name__}"
+            ) from None
+
+    # ------------------------------------------------------------------ entry point
+    def sample(
+        self,
+        prompts: Prompt | Sequence[Prompt],
+        *,
+        item_ids: Sequence[Any] | None = None,
+        batch_size: int | None = None,
+    ) -> SampleResult:
+        """Sample one continuation of ``config.length`` tokens per prompt.
+
+        Row ``b`` draws from a generator seeded by ``derive_seed(config.seed, "sample", item_ids[b])`` (item ids
+        default to the prompt's index), so a sample does not depend on the rest of its batch. ``batch_size``
+        splits the prompts into length-sorted batches; results come back in input order.
+        """
+        if isinstance(prompts, str | torch.Tensor) or (
+            isinstance(prompts, Sequence) and prompts and isinstance(prompts[0], int)
+        ):
+            prompts = [prompts]  # one prompt
+        prompts = list(prompts)
+        if not prompts:
+            raise InputError("no prompts to sample from; pass at least one (an empty string for none)")
+        ids = [self.encode_prompt(p) for p in prompts]
+        if item_ids is None:
+            iids = [str(i) for i in range(len(ids))]
+        else:
+            iids = [str(i) for i in item_ids]
+            if len(iids) != len(ids):
+                raise InputError(f"{len(iids)} item ids for {len(ids)} prompts; give one id per prompt")
+            if len(set(iids)) != len(iids):
+                raise InputError("item ids must be unique: each one seeds its own row's generator")
+        if batch_size is not None and batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size is None or batch_size >= len(ids):
+            return self._sample_batch(ids, iids)
+        parts = []
+        for idx in length_sorted_batches([len(x) for x in ids], batch_size=batch_size):
+            parts.append((idx, self._sample_batch([ids[i] for i in idx], [iids[i] for i in idx])))
+        return SampleResult.merge(parts, len(ids))
+
+    # ------------------------------------------------------------------ one batch
+    @torch.no_grad()
+    def _sample_batch(self, prompt_ids: list[list[int]], item_ids: list[str]) -> SampleResult:
+        t_start = time.perf_counter()
+        m, cfg, strat = self.model, self.config, self.strategy
+        mask_id, length, blk = int(m.mask_token_id), cfg.length, cfg.block
+        width = max(len(p) for p in prompt_ids) + length
+        if width > m.max_length:
+            raise InputError(
+                f"a prompt of {width - length} tokens plus {length} generated tokens exceeds the model's window "
+                f"of {m.max_length}; shorten the prompt or the length"
+            )
+        ids, attn = m.pad([p + [mask_id] * length for p in prompt_ids])
+        st = _Batch(self, ids, attn, prompt_ids, item_ids)
+        can_stop = cfg.stop_at_eos and self._eos.numel() > 0
+        zeros = torch.zeros_like(st.nfe)
+        for j, s_b in enumerate(cfg.block_steps()):
+            b0 = j * blk
+            sched = linear_schedule(blk, s_b)
+            refill = zeros
+            for i in range(s_b):
+                if not bool(st.active.any()):
+                    break
+                last = i == s_b - 1
+                st.steps_taken += st.active.long()
+                n_masked = st.masked[:, b0 : b0 + blk].sum(1)
+                k_un = torch.minimum(sched[i] + refill, n_masked)
+                k_re = zeros
+                if strat.remasks and not last and strat.remask_fraction > 0:
+                    k_re = torch.floor(strat.remask_fraction * (blk - n_masked).double() + 1e-9).long()
+                need = st.active & ((k_un > 0) | (k_re > 0))
+                if self.time_conditioned:
+                    need = st.active.clone()
+                rows = need.nonzero().squeeze(1)
+                refill = zeros
+                if rows.numel() == 0:  # a step that changes nothing is skipped: no forward pass, no NFE
+                    st.record(need)
+                else:
+                    n_rem = self._step(
+                        st, rows, k_un[rows], k_re[rows], block=j, block_step=i, block_steps=s_b
+                    )
+                    refill = zeros.clone()
+                    refill[rows] = n_rem
+                st.t += 1
+                if can_stop and (last or not strat.remasks):
+                    st.stop_finished_rows(self._eos)
+            if not bool(st.active.any()):
+                break
+        while st.t < cfg.steps:  # every row stopped: the remaining nominal steps are recorded as skipped
+            st.record(torch.zeros_like(st.active))
+            st.t += 1
+        st.timing["total_s"] = time.perf_counter() - t_start
+        return self._result(st)
+
+    def _step(
+        self,
+        st: _Batch,
+        rows: torch.Tensor,
+        k_un: torch.Tensor,
+        k_re: torch.Tensor,
+        *,
+        block: int,
+        block_step: int,
+        block_steps: int,
+    ) -> torch.Tensor:
+        """One forward pass for ``rows`` and its re-mask / unmask decisions; returns the re-mask count per row."""
+        m, strat, cfg = self.model, self.strategy, self.config
+        dev, blk, n_r = m.device, cfg.block, rows.numel()
+        sl = slice(block * blk, (block + 1) * blk)
+        temp, pos_temp = float(cfg.temperature), float(cfg.position_temperature)
+        out = st.forward(rows)
+
+        # the current block of the rows taking part, [R, W]
+        tok_w, msk_w = st.tokens[rows, sl], st.masked[rows, sl]
+        dec_w = ~msk_w
+        remask_now = strat.remasks and bool((k_re > 0).any())
+        need_decided = strat.tracks_running or remask_now
+        region = (msk_w | dec_w) if need_decided else msk_w
+        rr, cc = region.nonzero(as_tuple=True)
+        flat = out[rr, st.gen_start[rows][rr] + sl.start + cc]  # [N, V] logits where they matter
+        del out
+        flat.index_fill_(1, self._banned, torch.finfo(flat.dtype).min)
+        mflat = flat[msk_w[rr, cc]] if need_decided else flat
+        gens = [st.gens[r] for r in rows.tolist()]
+        if temp > 0 and mflat.shape[0]:
+            counts = msk_w.sum(1).tolist()
+            u = row_uniforms(gens, counts, gumbel_noise_width(flat.shape[1]), device=dev)
+            x0 = gumbel_argmax(mflat, temp, u)
+        else:
+            x0 = mflat.argmax(dim=-1)
+        cand = tok_w.clone()
+        cand[msk_w] = x0
+        view = StepView(
+            tokens=tok_w,
+            masked=msk_w,
+            decided=dec_w,
+            candidates=cand,
+            region_rows=rr,
+            region_cols=cc,
+            region_logits=flat,
+            temperature=temp,
+            uniform=lambda: row_uniforms(gens, [1] * n_r, blk, device=dev),
+            step=st.t,
+            block=block,
+            block_step=block_step,
+            block_steps=block_steps,
+        )
+        if strat.tracks_running:  # add this step's probability of every decided token to its running sum
+            rs = torch.where(
+                dec_w, st.run_sum[rows, sl] + torch.nan_to_num(view.confidence), st.run_sum[rows, sl]
+            )
+            rc = st.run_cnt[rows, sl] + dec_w.float()
+            view._running = torch.where(dec_w, rs / rc.clamp(min=1), torch.nan)
+
+        # what to re-mask (decided tokens), then what to unmask (masked positions)
+        rem = torch.zeros_like(msk_w)
+        if remask_now:
+            rem = top_k_mask(torch.where(dec_w, strat.remask_scores(view).double(), -math.inf), k_re)
+        sc = strat.unmask_scores(view).double()
+        if pos_temp > 0:
+            sc = sc / pos_temp + gumbel(row_uniforms(gens, [1] * n_r, blk, device=dev))
+        sc = torch.nan_to_num(sc, nan=-1e300, posinf=1e300, neginf=-1e300)  # every masked position eligible
+        unm = top_k_mask(torch.where(msk_w, sc, -math.inf), k_un)
+
+        # apply
+        prev_w = st.prev_tok[rows, sl]
+        replaced = unm & (prev_w >= 0) & (prev_w != cand)
+        st.tokens[rows, sl] = torch.where(unm, cand, tok_w).masked_fill(rem, m.mask_token_id)
+        st.masked[rows, sl] = (msk_w & ~unm) | rem
+        st.prev_tok[rows, sl] = torch.where(unm, cand, prev_w)
+        st.decided_step[rows, sl] = torch.where(unm, st.t, st.decided_step[rows, sl]).masked_fill(rem, -1)
+        if strat.tracks_running:
+            st.run_sum[rows, sl] = torch.where(unm, torch.nan_to_num(view.confidence), rs).masked_fill(
+                rem, 0.0
+            )
+            st.run_cnt[rows, sl] = torch.where(unm, 1.0, rc).masked_fill(rem, 0.0)
+        n_rem = rem.sum(1)
+        decided_after = (~st.masked[rows]).sum(1)  # over the whole generation
+        st.record(
+            st.active & torch.zeros_like(st.active).index_fill_(0, rows, True),
+            rows=rows,
+            unmasked=unm.sum(1),
+            remasked=n_rem,
+            replaced=replaced.sum(1),
+            stable=decided_after - unm.sum(1),  # decided before, not re-masked: after - newly decided
+            changed=(sl, unm | rem),
+        )
+        return n_rem
+
+    def _result(self, st: _Batch) -> SampleResult:
+        m = self.model
+        eos = set(m.eos_token_ids)
+        tok = st.tokens.masked_fill(st.masked, m.pad_token_id).cpu().numpy()
+        token_ids = []
+        for row in tok.tolist():
+            cut = next((k for k, v in enumerate(row) if v in eos), len(row))
+            token_ids.append(row[:cut])
+        hist = {
+            k: torch.stack(v).cpu().numpy().astype(np.bool_ if k in ("forwarded", "changed") else np.int32)
+            for k, v in st.hist.items()
+        }
+        return SampleResult(
+            item_ids=list(st.item_ids),
+            prompt_ids=[list(p) for p in st.prompt_ids],
+            tokens=tok,
+            token_ids=token_ids,
+            texts=[m.decode(ids) for ids in token_ids],
+            nfe=st.nfe.cpu().numpy(),
+            steps_taken=st.steps_taken.cpu().numpy(),
+            stopped_at_eos=st.stopped.cpu().numpy(),
+            nfe_calls=st.calls,
+            history=SamplingHistory(**hist, decided_step=st.decided_step.cpu().numpy().astype(np.int32)),
+            config=self.config_dict(),
+            nfe_predicted=self.nfe_predicted,
+            timing=st.timing,
+        )
+
+
+class _Batch:
+    """The mutable state of one batch, in generation coordinates ``[B, L]``."""
+
+    def __init__(self, sampler: RemaskingSampler, ids, attn, prompt_ids, item_ids):
+        m, cfg = sampler.model, sampler.config
+        dev, n, length = m.device, len(prompt_ids), cfg.length
+        self.model, self.ids, self.attn = m, ids, attn
+        self.prompt_ids, self.item_ids = prompt_ids, item_ids
+        plen = torch.tensor([len(p) for p in prompt_ids], dtype=torch.long, device=dev)
+        self.gen_start = m.offset(attn).to(dev) + plen  # column of generated position 0, per row
+        self.same_start = bool((self.gen_start == self.gen_start[0]).all())
+        self.col = torch.arange(length, device=dev)
+        self.gen_cols = self.gen_start.unsqueeze(1) + self.col
+        self.gens = [torch_generator(derive_seed(cfg.seed, "sample", iid), device=dev) for iid in item_ids]
+        self.tokens = torch.full((n, length), int(m.mask_token_id), dtype=torch.long, device=dev)
+        self.masked = torch.ones((n, length), dtype=torch.bool, device=dev)
+        self.prev_tok = torch.full((n, length), -1, dtype=torch.long, device=dev)  # last decided token
+        self.decided_step = torch.full((n, length), -1, dtype=torch.long, device=dev)
+        self.active = torch.ones(n, dtype=torch.bool, device=dev)
+        self.stopped = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.nfe = torch.zeros(n, dtype=torch.long, device=dev)
+        self.steps_taken = torch.zeros(n, dtype=torch.long, device=dev)
+        if sampler.strategy.tracks_running:
+            self.run_sum = torch.zeros((n, length), dtype=torch.float32, device=dev)
+            self.run_cnt = torch.zeros((n, length), dtype=torch.float32, device=dev)
+        self.hist: dict[str, list[torch.Tensor]] = {
+            k: [] for k in ("forwarded", "unmasked", "remasked", "replaced", "stable", "changed")
+        }
+        self.t = 0
+        self.calls = 0
+        self.timing = {"total_s": 0.0, "model_s": 0.0}
+
+    def forward(self, rows: torch.Tensor) -> torch.Tensor:
+        """Logits ``[R, width, V]`` of the current state for ``rows``; NFE read from the model's counter."""
+        if self.same_start:
+            s0 = int(self.gen_start[0])
+            self.ids[:, s0 : s0 + self.tokens.shape[1]] = self.tokens
+        else:
+            self.ids.scatter_(1, self.gen_cols, self.tokens)
+        everyone = rows.numel() == self.ids.shape[0]
+        x, a = (self.ids, self.attn) if everyone else (self.ids[rows], self.attn[rows])
+        nfe0, t0 = self.model.nfe, time.perf_counter()
+        out = self.model.logits(x, a)
+        self.timing["model_s"] += time.perf_counter() - t0
+        self.nfe[rows] += self.model.nfe - nfe0
+        self.calls += 1
+        return out
+
+    def record(
+        self, forwarded, *, rows=None, unmasked=None, remasked=None, replaced=None, stable=None, changed=None
+    ):
+        zeros = torch.zeros_like(self.nfe)
+        for name, v in (
+            ("unmasked", unmasked),
+            ("remasked", remasked),
+            ("replaced", replaced),
+            ("stable", stable),
+        ):
+            row = zeros
+            if v is not None:
+                row = zeros.clone()
+                row[rows] = v
+            self.hist[name].append(row)
+        self.hist["forwarded"].append(forwarded.clone())
+        ch = torch.zeros_like(self.masked)
+        if changed is not None:
+            sl, w = changed
+            ch[rows, sl] = w
+        self.hist["changed"].append(ch)
+
+    def stop_finished_rows(self, eos: torch.Tensor) -> None:
+        """Stop rows whose first EOS is decided with every position before it decided."""
+        is_eos = torch.isin(self.tokens, eos) & ~self.masked
+        has = is_eos.any(1)
+        first = torch.where(has, is_eos.long().argmax(1), self.tokens.shape[1])
+        open_before = (self.masked & (self.col < first.unsqueeze(1))).any(1)
+        stop = self.active & has & ~open_before
+        if bool(stop.any()):
+            self.active &= ~stop
+            self.stopped |= stop
+
+
+def sample(model: DiffusionLM, prompts, config: SamplerConfig | None = None, **kw) -> SampleResult:
+    """One-call form: ``sample(model, ["The cat"], SamplerConfig(length=32, steps=32))``; ``item_ids=`` and
+    ``batch_size=`` go to :meth:`RemaskingSampler.sample`, other keywords override the config."""
+    call = {k: kw.pop(k) for k in ("item_ids", "batch_size") if k in kw}
+    return RemaskingSampler(model, config, **kw).sample(prompts, **call)
