@@ -366,3 +366,42 @@ def test_token_table_and_heatmap(peaky, tmp_path):
     pmi = s.score(CANDS[:1], SRCS[:1], config="pmi", token_scores=True)
     assert set(token_table(pmi)["direction"]) == {"cond", "marginal"}
     plot_token_heatmap(pmi, pmi.loc[0, "item_id"], direction="marginal")
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+def test_cli_score_prints_scores_and_signature_and_resumes(tmp_path, capsys):
+    import json
+
+    from dlmeval.cli.main import main
+
+    (tmp_path / "c.jsonl").write_text(
+        "\n".join(
+            json.dumps({"id": f"i{i}", "candidate": c, "source": s})
+            for i, (c, s) in enumerate(zip(CANDS, SRCS))
+        )
+    )
+    store = str(tmp_path / "runs.sqlite")
+    argv = [
+        "--store",
+        store,
+        "--no-progress",
+        "score",
+        "--model",
+        "tiny-bert",
+        "--config",
+        "pmi",
+        "--candidates",
+    ]
+    assert main([*argv, str(tmp_path / "c.jsonl"), "--fast", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["item_id"] for r in out["items"]] == ["i0", "i1", "i2", "i3"]
+    assert out["config"]["n_masks"] == 5 and out["signature"].startswith("dlmeval:")
+    assert all(math.isfinite(r["score"]) for r in out["items"])
+    assert main([*argv, str(tmp_path / "c.jsonl"), "--fast", "-o", str(tmp_path / "o.csv")]) == 0
+    text = capsys.readouterr().out
+    assert "signature: dlmeval:" in text and f"run: {out['run_id']}" in text
+    assert (tmp_path / "o.csv").read_text().count("\n") == 5
+    # bad input: one line, exit code 2
+    assert main(["score", "--model", "tiny-bert", "--candidates", "the cat", "--no-store"]) == 2
+    assert "needs --sources" in capsys.readouterr().err
+    assert main(["score", "--model", "tiny-bert", "--candidates", "missing.txt", "--no-store"]) == 2

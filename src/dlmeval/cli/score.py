@@ -1,0 +1,239 @@
+"""``dlmeval score``: DiffScore of candidates (given sources) with a diffusion LM.
+
+``--candidates`` and ``--sources`` take a text or a file: ``.txt`` (one text per line; a blank line is an empty
+text, scored NaN with a reason) or ``.jsonl`` (one object per line with ``candidate`` or ``text``, and optionally
+``source`` and ``id``; sources and ids in the candidates file are used when ``--sources`` is not given).
+Per-item scores are printed with the run signature; ``--json`` prints everything as JSON, ``--output`` writes the
+per-item table as CSV or JSONL. Results go into the run store (``--store``) unless ``--no-store``: a rerun of the
+same command resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
+from dlmeval.errors import DataFormatError, InputError
+
+_FILE_SUFFIXES = (".txt", ".jsonl", ".json", ".gz", ".tsv", ".csv")
+ROWS = 50
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "score",
+        help="DiffScore: score candidate texts by masked reconstruction",
+        description="Score candidates by masked reconstruction with a diffusion LM (DiffScore). "
+        "Configurations: marginal (fluency), cond (faithfulness), reverse (coverage), bidir (holistic), "
+        "pmi (cond - marginal on shared masks).",
+    )
+    add_model_args(p)
+    p.add_argument(
+        "--config",
+        default="cond",
+        help="marginal | cond | reverse | bidir | pmi (aliases: mar, conditional, rev, bi); default cond",
+    )
+    p.add_argument("--candidates", required=True, metavar="FILE|TEXT", help="a text, or a .txt / .jsonl file")
+    p.add_argument("--sources", default=None, metavar="FILE|TEXT", help="a text, or a .txt / .jsonl file")
+    p.add_argument("--fast", action="store_true", help="the DiffScore-Fast preset: K=5 masks over T=5 rates")
+    p.add_argument("--masks", "-K", type=int, default=None, help="masking patterns per text (default 20)")
+    p.add_argument("--rates", "-T", type=int, default=None, help="masking rates t_k = k/T (default 10)")
+    p.add_argument(
+        "--scheme",
+        default="balanced",
+        choices=("balanced", "independent", "pll"),
+        help="balanced (default: stratified, exact-count, complementary masks), independent (the paper's "
+        "Bernoulli masks), pll (exact: every single-token mask)",
+    )
+    p.add_argument("--weighting", default="mlp", choices=("mlp", "elbo"), help="mlp (default) or elbo (1/t)")
+    p.add_argument(
+        "--prompt",
+        default=None,
+        help="prompt template for chat models: a name (plain, summarize, translate, describe) or a text "
+        "with {source}",
+    )
+    p.add_argument("--no-chat", action="store_true", help="do not use the model's chat template")
+    p.add_argument(
+        "--tokens", action="store_true", help="also compute token-level scores (in --json/--output)"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="rows per forward pass (never changes a score)"
+    )
+    p.add_argument("--max-tokens", type=int, default=None, help="padded tokens per forward pass")
+    p.add_argument("--output", "-o", default=None, help="write the per-item table to a .csv or .jsonl file")
+    p.add_argument("--no-store", action="store_true", help="do not record the run in the run store")
+    p.add_argument("--rows", type=int, default=ROWS, help=f"items to print (default {ROWS})")
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
+    )
+    p.add_argument("--store", default=argparse.SUPPRESS, help="run store (SQLite file)")
+    add_runtime_args(p)
+    p.set_defaults(func=run)
+
+
+def _looks_like_path(arg: str) -> bool:
+    return "\n" not in arg and " " not in arg and arg.lower().endswith(_FILE_SUFFIXES)
+
+
+def read_texts(arg: str, what: str) -> tuple[list[str], list[str | None] | None, list[str] | None]:
+    """(texts, sources found in the file or None, ids found in the file or None) from a text or a file."""
+    p = Path(arg)
+    if not p.is_file():
+        if _looks_like_path(arg):
+            raise InputError(f"--{what}: no such file {arg!r} (pass a text or an existing .txt/.jsonl file)")
+        return [arg], None, None
+    if p.suffix.lower() == ".jsonl" or p.name.lower().endswith(".jsonl.gz"):
+        from dlmeval.data.formats import iter_jsonl
+
+        texts: list[str] = []
+        srcs: list[str | None] = []
+        ids: list[str] = []
+        for n, obj in iter_jsonl(p):
+            key = next((k for k in ("candidate", "text", "source") if k in obj), None)
+            if what == "sources":
+                key = "source" if "source" in obj else ("text" if "text" in obj else None)
+            if key is None or not isinstance(obj[key], str):
+                raise DataFormatError(
+                    f"{p}:{n}: expected a string field 'candidate' or 'text'"
+                    + (" (or 'source')" if what == "sources" else "")
+                )
+            texts.append(obj[key])
+            s = obj.get("source") if what == "candidates" else None
+            if s is not None and not isinstance(s, str):
+                raise DataFormatError(f"{p}:{n}: 'source' must be a string")
+            srcs.append(s)
+            if "id" in obj or "item_id" in obj:
+                ids.append(str(obj.get("id", obj.get("item_id"))))
+        has_src = what == "candidates" and any(s is not None for s in srcs)
+        if ids and len(ids) != len(texts):
+            raise DataFormatError(
+                f"{p}: some lines have an 'id' and some do not; give every line one or none"
+            )
+        return texts, (srcs if has_src else None), (ids or None)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataFormatError(f"{p}: not valid UTF-8 ({e.reason})") from None
+    return text.splitlines(), None, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlmeval.models import load_diffusion
+    from dlmeval.scoring import DiffScorer, resolve_config
+
+    cfg = resolve_config(args.config)
+    cands, file_srcs, ids = read_texts(args.candidates, "candidates")
+    srcs: list[str | None] | None = file_srcs
+    if args.sources is not None:
+        srcs, _, _ = read_texts(args.sources, "sources")
+        if len(srcs) != len(cands):
+            raise InputError(
+                f"{len(cands)} candidates but {len(srcs)} sources; give one source per candidate "
+                "(one per line in .txt files)"
+            )
+    if cfg != "marginal" and srcs is None:
+        raise InputError(f"--config {cfg} needs --sources (a text or a file), or use --config marginal")
+    k, t = (5, 5) if args.fast else (20, 10)
+    model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
+    scorer = DiffScorer(
+        model,
+        n_masks=args.masks or k,
+        n_rates=args.rates or t,
+        scheme=args.scheme,
+        weighting=args.weighting,
+        seed=args.seed,
+        prompt=args.prompt,
+        chat=False if args.no_chat else None,
+        batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
+        progress=not getattr(args, "no_progress", False),
+    )
+    store = None
+    run_obj = None
+    if not args.no_store:
+        from dlmeval.store import RunStore
+
+        store = RunStore(getattr(args, "store", None))
+        run_obj = scorer.open_run(store, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
+    try:
+        df = scorer.score(
+            cands,
+            srcs if cfg != "marginal" else None,
+            config=cfg,
+            item_ids=ids,
+            token_scores=args.tokens,
+            run=run_obj,
+        )
+        if run_obj is not None:
+            run_obj.finish()
+    finally:
+        if store is not None:
+            store.close()
+    if args.output:
+        _write(df, Path(args.output))
+    payload = {
+        "signature": df.attrs["signature"],
+        "run_id": getattr(run_obj, "run_id", None),
+        "config": df.attrs["config"],
+        "rates": df.attrs["rates"],
+        "warnings": df.attrs["warnings"],
+        "items": [_record(r) for r in df.drop(columns=["signature"]).to_dict(orient="records")],
+    }
+    emit(args, payload, _table(df, cfg, max(0, args.rows), payload["run_id"]))
+    return 0
+
+
+def _record(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v) and k.startswith("se_"))
+    }
+
+
+def _write(df, path: Path) -> None:
+    out = df.copy()
+    if path.suffix.lower() == ".jsonl":
+        from dlmeval.store.jsonsafe import dumps
+
+        with path.open("w", encoding="utf-8") as fh:
+            for r in out.to_dict(orient="records"):
+                fh.write(dumps(r) + "\n")
+        return
+    for c in out.columns:
+        if out[c].map(lambda v: isinstance(v, list)).any():
+            out[c] = out[c].map(json.dumps)
+    out.to_csv(path, index=False)
+
+
+def _fmt(x: float, spec: str = ".4f") -> str:
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def _table(df, cfg: str, rows: int, run_id: str | None) -> str:
+    lines = [f"DiffScore ({cfg}), {len(df)} item(s)"]
+    extra = [c for c in df.columns if c.startswith("score_")]
+    head = f"{'#':>4}  {'item':<18} {'score':>9} {'se':>8} {'tokens':>6}"
+    head += "".join(f" {c[6:]:>9}" for c in extra)
+    lines.append(head + "  note")
+    for i, r in enumerate(df.head(rows).itertuples(index=False)):
+        rd = r._asdict()
+        note = rd.get("reason") or rd.get("warning") or ""
+        line = f"{i:>4}  {str(rd['item_id'])[:18]:<18} {_fmt(rd['score']):>9} {_fmt(rd['se']):>8} {rd['n_tokens']:>6}"
+        line += "".join(f" {_fmt(rd[c]):>9}" for c in extra)
+        lines.append(line + (f"  {note}" if note else ""))
+    if len(df) > rows:
+        lines.append(f"      ... {len(df) - rows} more (use --output FILE or --json)")
+    ok = df["score"].dropna()
+    if len(ok) > 1:
+        lines.append(f"mean {ok.mean():.4f} over {len(ok)} scored item(s)")
+    for w in df.attrs.get("warnings", [])[:5]:
+        lines.append(f"warning: {w}")
+    if run_id:
+        lines.append(f"run: {run_id}")
+    lines.append(f"signature: {df.attrs['signature']}")
+    return "\n".join(lines)
