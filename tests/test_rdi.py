@@ -153,3 +153,23 @@ def test_compare_refuses_undefined_rdi_and_disjoint_conditions():
         compare(zero, ok)
     with pytest.raises(InputError, match="share no"):
         compare(ok, other)
+
+
+def test_summarize_results_pools_seeds_per_condition():
+    from dlmeval.robustness.metrics import summarize_results
+
+    recs = [{"condition": "clean", "correct": c} for c in bools(4, 5)]
+    recs += [{"condition": "char.keyboard@0.1", "correct": c} for c in bools(3, 5)]  # seed 0
+    recs += [{"condition": "char.keyboard@0.10", "correct": c} for c in bools(1, 5)]  # seed 1
+    s = summarize_results(recs, chance=0.0)
+    [cond] = s.conditions
+    assert cond.key == "char.keyboard@0.10" and cond.n == 10 and cond.accuracy == 0.4
+    assert cond.rdi == pytest.approx(0.5)
+    with pytest.raises(InputError, match="no clean results"):
+        summarize_results(recs[5:], chance=0.0)
+
+
+def test_keys_keep_rates_outside_the_papers_grid_exact():
+    assert Perturbation.of("keyboard", 0.125).key == "char.keyboard@0.125"
+    assert Perturbation.from_key("char.keyboard@0.125").rate == 0.125
+    assert Perturbation.of("keyboard", 0.1).key == "char.keyboard@0.10"

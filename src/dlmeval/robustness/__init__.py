@@ -16,6 +16,7 @@ RDI / AURDI (:mod:`dlmeval.robustness.metrics`)
     ``aurdi(rates, rdis, rule="riemann") -> float``   normalised area under RDI(r) (see the module docstring)
     ``clean_guard(k, n, chance, alpha=0.05) -> ChanceGuard``  is clean accuracy above chance (exact binomial)?
     ``summarize(clean, perturbed, chance=...) -> RobustnessSummary``  accuracy/RDI per condition, AURDI per type
+    ``summarize_results(item_results, chance=...)``   the same from per-item records (condition, correct)
     ``compare(dlm, ar, seed=0) -> Comparison``        DLM advantage rate over conditions, paired CI and Wilcoxon
 """
 

@@ -31,7 +31,7 @@ the same items).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,6 +222,25 @@ def summarize(
         aurdi_rule,
         tuple(warnings),
     )
+
+
+def summarize_results(
+    results: Iterable[Any], *, chance: float, alpha: float = 0.05, aurdi_rule: str = "riemann"
+) -> RobustnessSummary:
+    """:func:`summarize` from per-item records (``dlmeval.tasks.ItemResult``, or dicts) with ``condition``
+    (``"clean"`` or a perturbation key) and ``correct``; all seeds of a condition are pooled."""
+    clean: list[bool] = []
+    perturbed: dict[str, list[bool]] = {}
+    for r in results:
+        cond = r["condition"] if isinstance(r, Mapping) else r.condition
+        ok = bool(r["correct"] if isinstance(r, Mapping) else r.correct)
+        if cond == "clean":
+            clean.append(ok)
+        else:
+            perturbed.setdefault(Perturbation.from_key(cond).key, []).append(ok)
+    if not clean:
+        raise InputError("no clean results: RDI needs the clean accuracy of the same items")
+    return summarize(clean, perturbed, chance=chance, alpha=alpha, aurdi_rule=aurdi_rule)
 
 
 @dataclass(frozen=True)

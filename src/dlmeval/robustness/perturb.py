@@ -545,7 +545,10 @@ class Perturbation:
     def key(self) -> str:
         t = TYPES[self.type_key]
         extra = [f"{k}={v}" for k, v in self.params if (k, v) not in t.default_params]
-        return f"{self.type_key}@{self.rate:.2f}" + (f"[{','.join(extra)}]" if extra else "")
+        rate = f"{self.rate:.2f}"
+        if float(rate) != self.rate:  # keep rates the paper does not use exact (0.125 -> "0.125")
+            rate = f"{self.rate:.6g}"
+        return f"{self.type_key}@{rate}" + (f"[{','.join(extra)}]" if extra else "")
 
     def describe(self) -> dict[str, Any]:
         t = TYPES[self.type_key]
