@@ -8,8 +8,8 @@ from dlmeval.models import tiny_model
 from dlmeval.seeding import torch_generator
 from dlmeval.train.diffusion import (
     Example,
-    Trainer,
     TrainConfig,
+    Trainer,
     apply_lora,
     collate,
     conditional_examples,
