@@ -1,0 +1,192 @@
+"""``dlmeval meta-eval``: the DiffScore meta-evaluation suite on the 12 BARTScore benchmarks, and its analyses.
+
+    dlmeval meta-eval --suite bartscore [--benchmarks SummEval gu-en ...] [--fast] [--limit N] [--out DIR]
+    dlmeval meta-eval --analysis positional|directional|adversarial|ablation [--limit N] [--out DIR]
+
+Every per-item score goes into the run store (``--store``) as it is computed, so a rerun of the same command
+resumes where it stopped and prints the same tables. Tables are printed as Markdown and written to ``--out`` (default
+``meta-eval-<run id>``) as CSV and Markdown. See docs/diffscore.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from dlmeval.cli.common import add_runtime_args, emit
+
+ANALYSES = ("positional", "directional", "adversarial", "ablation")
+
+
+def _names(values: list[str] | None) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    return tuple(n for v in values for n in v.replace(",", " ").split() if n)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "meta-eval",
+        help="DiffScore meta-evaluation on the BARTScore benchmarks (+ section 6 analyses)",
+        description="Meta-evaluate DiffScore, the AR likelihood scores and the BLEU / ROUGE / METEOR / "
+        "BERTScore-style / MoverScore-style baselines against human judgments on the 12 BARTScore benchmarks, "
+        "each with its protocol (per-document Spearman/Kendall, system-level Pearson, pairwise accuracy, "
+        "Pearson, Spearman, WMT DARR Kendall-like tau), with bootstrap CIs and Williams tests. Resumable.",
+    )
+    p.add_argument("--suite", default="bartscore", choices=("bartscore",), help="benchmark suite (bartscore)")
+    p.add_argument(
+        "--benchmarks",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="benchmarks (SummEval Newsroom REALSumm Rank19 QAGS_CNN QAGS_XSUM BAGEL SFHOT SFRES gu-en kk-en lt-en) "
+        "or task groups SUM D2T WMT; default: all 12",
+    )
+    p.add_argument(
+        "--analysis",
+        default=None,
+        choices=ANALYSES,
+        help="run a section-6 analysis instead of the suite: positional bias, directional consistency, "
+        "adversarial PMI test, estimator ablation",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
+    )
+    p.add_argument(
+        "--out", default=None, help="directory for the CSV / Markdown tables (default meta-eval-<run id>)"
+    )
+    p.add_argument(
+        "--model", default="default", help="diffusion model spec (see `dlmeval models`); default: default"
+    )
+    p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        default=None,
+        metavar="FAMILY",
+        help="metric families: lexical embedding ar diffscore (default: all)",
+    )
+    g = p.add_argument_group("DiffScore estimator")
+    g.add_argument("--fast", action="store_true", help="DiffScore-Fast: K=5 masks over T=5 rates")
+    g.add_argument("--masks", "-K", type=int, default=None, help="masks per text (default 20, 5 with --fast)")
+    g.add_argument("--rates", "-T", type=int, default=None, help="masking rates (default 10, 5 with --fast)")
+    g.add_argument("--scheme", default="balanced", choices=("balanced", "independent", "pll"))
+    g.add_argument("--weighting", default="mlp", choices=("mlp", "elbo"))
+    g.add_argument(
+        "--prompt",
+        default="auto",
+        choices=("auto", "none"),
+        help="auto: task prompts for diffusion models with a chat template (summarize / describe / plain); none",
+    )
+    g.add_argument("--all-configs", action="store_true", help="every configuration on every benchmark")
+    g.add_argument(
+        "--batch-size", type=int, default=None, help="rows per DiffScore forward pass (never changes a score)"
+    )
+    f = p.add_argument_group("DiffScore-FT (LoRA, document-level k-fold)")
+    f.add_argument("--ft", action="store_true", help="add DiffScore-FT rows (fine-tunes one model per fold)")
+    f.add_argument("--ft-folds", type=int, default=5)
+    f.add_argument("--ft-steps", type=int, default=30, help="training steps per fold (CPU default 30)")
+    f.add_argument("--ft-batch-size", type=int, default=8)
+    f.add_argument("--ft-lr", type=float, default=5e-4)
+    f.add_argument("--ft-dir", default=None, help="fold checkpoints (default: <cache>/meta-eval-ft/<run id>)")
+    s = p.add_argument_group("statistics")
+    s.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
+    s.add_argument("--confidence", type=float, default=0.95)
+    s.add_argument("--alpha", type=float, default=0.05, help="significance level of the metric comparisons")
+    s.add_argument("--ci-protocols", default="primary", choices=("primary", "all"))
+    p.add_argument("--data-dir", default=None, help="data directory (default ../shared/data or DLMEVAL_DATA)")
+    p.add_argument("--chunk-size", type=int, default=32, help="distinct texts per stored chunk")
+    p.add_argument("--n-pairs", type=int, default=200, help="directional analysis: forward/reverse pairs")
+    add_runtime_args(p)
+    p.set_defaults(func=run)
+
+
+def _options(args):
+    from dlmeval.protocols.meta_eval import FAMILIES, FTOptions, SuiteOptions
+
+    families = _names(args.metrics) or FAMILIES
+    return SuiteOptions(
+        suite=args.suite,
+        benchmarks=_names(args.benchmarks),
+        limit=args.limit,
+        families=tuple(families),
+        dlm=args.model,
+        ar=args.ar_model,
+        fast=args.fast,
+        n_masks=args.masks,
+        n_rates=args.rates,
+        scheme=args.scheme,
+        weighting=args.weighting,
+        prompt=args.prompt,
+        all_configs=args.all_configs,
+        ft=args.ft,
+        ft_options=FTOptions(
+            folds=args.ft_folds,
+            steps=args.ft_steps,
+            batch_size=args.ft_batch_size,
+            lr=args.ft_lr,
+            work_dir=args.ft_dir,
+        ),
+        bootstrap=args.bootstrap,
+        confidence=args.confidence,
+        alpha=args.alpha,
+        ci_protocols=args.ci_protocols,
+        seed=args.seed,
+        device=None if args.device == "auto" else args.device,
+        dtype=None if args.dtype == "auto" else args.dtype,
+        data_dir=args.data_dir,
+        chunk_size=args.chunk_size,
+        dlm_batch_size=args.batch_size,
+        trust_remote_code=args.trust_remote_code,
+        progress=not getattr(args, "no_progress", False),
+    )
+
+
+def run(args) -> int:
+    from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
+    from dlmeval.store import RunStore
+
+    opts = _options(args)
+    command_line = shlex.join(["dlmeval", *sys.argv[1:]])
+    with RunStore(args.store) as store:
+        if args.analysis:
+            from dlmeval.protocols.diffscore_analyses import run_analysis
+
+            suite = Suite(opts, store, command_line=command_line)
+            kw = {"n_pairs": args.n_pairs} if args.analysis == "directional" else {}
+            tables = run_analysis(args.analysis, suite, **kw)
+            out = Path(args.out or f"meta-eval-{args.analysis}")
+            md = {
+                n: f"## {n}\n\n" + df.to_markdown(index=False, floatfmt=".3f") + "\n"
+                for n, df in tables.items()
+            }
+            write_outputs(out, tables, md)
+            text = "\n".join(md[n] for n in tables if not n.endswith(("_pairs", "_items", "_by_position")))
+            emit(
+                args,
+                {n: df.to_dict(orient="records") for n, df in tables.items()},
+                text + f"\ntables: {out}/",
+            )
+            return 0
+        report = run_suite(opts, store, command_line=command_line)
+        out = Path(args.out or f"meta-eval-{report.run.run_id}")
+        all_tables = {
+            "results": report.results,
+            "comparisons": report.comparisons,
+            **report.tables,
+            "timing": report.timing,
+        }
+        write_outputs(out, all_tables, report.markdown)
+        text = "\n".join(report.markdown[n] for n in report.tables if n != "secondary")
+        text += f"\nrun {report.run.run_id} ({report.run.signature.short()})\ntables: {out}/"
+        payload = {
+            "run_id": report.run.run_id,
+            "signature": report.run.signature.short(),
+            "components": report.components,
+            "out": str(out),
+            "results": report.results.to_dict(orient="records"),
+        }
+        emit(args, payload, text)
+    return 0

@@ -1,0 +1,499 @@
+"""Meta-evaluation protocols of the BARTScore benchmarks, the DiffScore dimension mapping, CIs and significance.
+
+Each benchmark is judged the way BARTScore's ``analysis.py`` (Yuan et al. 2021) and the DiffScore paper judge it:
+
+=====================  =========================================================================================
+protocol               definition
+=====================  =========================================================================================
+``doc_spearman``       summary level: Spearman's rho between metric and human over the systems of ONE document,
+``doc_kendall``        averaged over documents (Kendall's tau-b likewise); a document where the metric or the
+                       human score is constant is skipped (BARTScore's ``evaluate_summary``)
+``sys_pearson``        system level: each system's mean metric and mean human score over the documents, then
+``sys_spearman``       Pearson's r / Spearman's rho across systems
+``pairwise_acc``       Rank19: the share of documents whose ``correct`` summary scores strictly above the
+                       ``incorrect`` one (a tie counts as wrong; BARTScore's ``get_fact_acc``)
+``pearson``            segment level: one correlation over all judged outputs (QAGS: Pearson, BARTScore's
+``spearman``           ``get_fact_pearson``; D2T: Spearman, BARTScore's ``evaluate_text``)
+``kendall``
+``darr_tau``           WMT19 DARR: ``(Concordant - Discordant) / (Concordant + Discordant)`` over the human
+                       better/worse pairs; a metric tie is Discordant (:func:`dlmeval.stats.darr_kendall_like`)
+=====================  =========================================================================================
+
+Uncertainty: a percentile bootstrap CI (:func:`dlmeval.stats.bootstrap_ci`) that resamples the protocol's unit:
+documents (summary level, system level, pairwise accuracy), judged outputs (segment level) or DARR pairs.
+Comparisons of two metrics on the same items: the Williams test (:func:`dlmeval.stats.williams_test`, one-sided)
+for a single Pearson / Spearman correlation (segment or system level; Spearman as the Williams test on ranks);
+otherwise a paired bootstrap CI of the difference over the same unit (significant when it excludes 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dlmeval.errors import InputError
+from dlmeval.seeding import numpy_rng
+
+# ---------------------------------------------------------------------------------------------- protocols
+PROTOCOLS: dict[str, str] = {
+    "doc_spearman": "Spearman rho per document, averaged (summary level)",
+    "doc_kendall": "Kendall tau-b per document, averaged (summary level)",
+    "sys_pearson": "Pearson r of system means (system level)",
+    "sys_spearman": "Spearman rho of system means (system level)",
+    "pairwise_acc": "pairwise accuracy: correct > incorrect (ties wrong)",
+    "pearson": "Pearson r over all outputs (segment level)",
+    "spearman": "Spearman rho over all outputs (segment level)",
+    "kendall": "Kendall tau-b over all outputs (segment level)",
+    "darr_tau": "WMT DARR Kendall-like tau = (C - D) / (C + D), ties discordant",
+}
+#: short column-header tags
+PROTOCOL_TAGS: dict[str, str] = {
+    "doc_spearman": "rho doc-avg",
+    "doc_kendall": "tau doc-avg",
+    "sys_pearson": "r sys",
+    "sys_spearman": "rho sys",
+    "pairwise_acc": "acc",
+    "pearson": "r",
+    "spearman": "rho",
+    "kendall": "tau",
+    "darr_tau": "DARR tau",
+}
+#: a comparison on fewer units than this claims no significance (a bootstrap of 2 documents is no evidence)
+MIN_TEST_UNITS = 5
+#: protocols whose value is a mean over units (documents, pairs) with one value each
+UNIT_MEAN = frozenset({"doc_spearman", "doc_kendall", "pairwise_acc", "darr_tau"})
+#: protocols that are one Pearson / Spearman correlation (the Williams test applies)
+SINGLE_CORRELATION = frozenset({"pearson", "spearman", "sys_pearson", "sys_spearman"})
+
+#: protocols per benchmark; the first is the paper's number (Tables 1-3)
+BENCHMARK_PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "SummEval": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman"),
+    "Newsroom": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman"),
+    "REALSumm": ("sys_pearson", "sys_spearman", "doc_spearman"),
+    "Rank19": ("pairwise_acc",),
+    "QAGS_CNN": ("pearson", "spearman", "kendall"),
+    "QAGS_XSUM": ("pearson", "spearman", "kendall"),
+    "BAGEL": ("spearman", "kendall"),
+    "SFHOT": ("spearman", "kendall"),
+    "SFRES": ("spearman", "kendall"),
+    "gu-en": ("darr_tau",),
+    "kk-en": ("darr_tau",),
+    "lt-en": ("darr_tau",),
+}
+
+#: the human "dimension" of the WMT DARR sets (pairs, no score column)
+DARR = "DARR"
+
+# ---------------------------------------------------------------------------------------------- mapping
+#: DiffScore configuration per (task, human dimension), paper section 4.3 / appendix D.5:
+#: MT: conditional on the reference; SUM: conditional for consistency/faithfulness, reverse for coverage,
+#: marginal for fluency, bidirectional for coherence, relevance and informativeness; D2T: bidirectional.
+DIMENSION_CONFIG: dict[tuple[str, str], str] = {
+    ("SUM", "consistency"): "cond",
+    ("SUM", "fact"): "cond",
+    ("SUM", "litepyramid_recall"): "reverse",
+    ("SUM", "fluency"): "marginal",
+    ("SUM", "coherence"): "bidir",
+    ("SUM", "relevance"): "bidir",
+    ("SUM", "informativeness"): "bidir",
+    ("D2T", "informativeness"): "bidir",
+    ("D2T", "naturalness"): "bidir",
+    ("D2T", "quality"): "bidir",
+    ("WMT", DARR): "cond",
+}
+#: short names of the dimensions, as in the paper's tables
+DIMENSION_TAGS: dict[str, str] = {
+    "coherence": "COH",
+    "consistency": "CON",
+    "fluency": "FLU",
+    "relevance": "REL",
+    "informativeness": "INF",
+    "naturalness": "NAT",
+    "quality": "QUA",
+    "litepyramid_recall": "COV",
+    "fact": "FAC",
+    DARR: "DARR",
+}
+
+
+def dimension_config(task: str, dimension: str) -> str:
+    """The DiffScore configuration the paper uses for a (task, human dimension)."""
+    try:
+        return DIMENSION_CONFIG[(task, dimension)]
+    except KeyError:
+        raise InputError(
+            f"no DiffScore configuration is defined for task {task!r}, dimension {dimension!r}"
+        ) from None
+
+
+def ar_direction(task: str, config: str) -> str:
+    """The autoregressive direction that plays a DiffScore configuration's part (``AR (paper mapping)``).
+
+    cond -> ``s2h`` (MT: ``r2h``), reverse -> ``h2s`` (MT: ``h2r``), marginal -> ``mar``, bidir -> ``sbi`` (the
+    mean of s2h and h2s; MT: ``f``, the mean of r2h and h2r).
+    """
+    if task == "WMT":
+        table = {"cond": "r2h", "reverse": "h2r", "marginal": "mar", "bidir": "f"}
+    else:
+        table = {"cond": "s2h", "reverse": "h2s", "marginal": "mar", "bidir": "sbi"}
+    if config not in table:
+        raise InputError(f"no AR direction for configuration {config!r}")
+    return table[config]
+
+
+# ---------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class ProtocolResult:
+    """A protocol's value, the number of units it rests on, and the per-unit values of unit-mean protocols."""
+
+    protocol: str
+    value: float
+    n: int
+    unit: str  # "documents" | "systems" | "outputs" | "pairs"
+    units: np.ndarray | None = None  # per-unit values (unit-mean protocols)
+    unit_ids: tuple | None = None
+    skipped: int = 0  # documents left out (constant metric or human scores)
+
+
+def _check_protocol(protocol: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise InputError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+
+
+def _arr(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1:
+        raise InputError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise InputError(
+            f"{name} holds {int(np.sum(~np.isfinite(a)))} NaN/inf value(s); drop or impute them first"
+        )
+    return a
+
+
+def _corr(method: str, x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson / Spearman / Kendall tau-b through :mod:`dlmeval.stats`; NaN when either side is constant."""
+    from dlmeval.stats import kendall_tau, pearson, spearman
+
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    f = {"pearson": pearson, "spearman": spearman, "kendall": kendall_tau}[method]
+    return float(f(x, y).r)
+
+
+_METHOD = {
+    "doc_spearman": "spearman",
+    "doc_kendall": "kendall",
+    "sys_pearson": "pearson",
+    "sys_spearman": "spearman",
+    "pearson": "pearson",
+    "spearman": "spearman",
+    "kendall": "kendall",
+}
+
+
+def summary_level(metric, human, docs: Sequence, method: str = "spearman") -> ProtocolResult:
+    """Per-document correlation across that document's outputs, averaged over documents (BARTScore)."""
+    m, h = _arr(metric, "metric"), _arr(human, "human")
+    d = np.asarray(list(docs), dtype=object)
+    if not (m.size == h.size == d.size):
+        raise InputError(f"metric, human and docs differ in length ({m.size}, {h.size}, {d.size})")
+    vals, ids, skipped = [], [], 0
+    for doc in pd.unique(d):
+        sel = d == doc
+        x, y = m[sel], h[sel]
+        if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+            skipped += 1
+            continue
+        vals.append(_corr(method, x, y))
+        ids.append(doc)
+    u = np.asarray(vals, dtype=np.float64)
+    proto = (
+        "doc_spearman" if method == "spearman" else "doc_kendall" if method == "kendall" else f"doc_{method}"
+    )
+    value = float(u.mean()) if u.size else float("nan")
+    return ProtocolResult(proto, value, int(u.size), "documents", u, tuple(ids), skipped)
+
+
+def system_means(metric, human, systems: Sequence) -> pd.DataFrame:
+    """Mean metric and mean human score per system (in order of first appearance)."""
+    m, h = _arr(metric, "metric"), _arr(human, "human")
+    s = list(systems)
+    if not (m.size == h.size == len(s)):
+        raise InputError("metric, human and systems differ in length")
+    df = pd.DataFrame({"system": s, "metric": m, "human": h})
+    return df.groupby("system", sort=False)[["metric", "human"]].mean()
+
+
+def system_level(metric, human, systems: Sequence, method: str = "pearson") -> ProtocolResult:
+    """Correlation of per-system means (each system averaged over the documents it was judged on)."""
+    g = system_means(metric, human, systems)
+    v = _corr(method, g["metric"].to_numpy(), g["human"].to_numpy())
+    return ProtocolResult(f"sys_{method}", v, int(len(g)), "systems")
+
+
+def pairwise_accuracy(
+    metric, docs: Sequence, systems: Sequence, better: str = "correct", worse: str = "incorrect"
+) -> ProtocolResult:
+    """Share of documents whose ``better`` output scores strictly above its ``worse`` one (ties are wrong)."""
+    m = _arr(metric, "metric")
+    d, s = list(docs), [str(x) for x in systems]
+    if not (m.size == len(d) == len(s)):
+        raise InputError("metric, docs and systems differ in length")
+    by_doc: dict = {}
+    for x, doc, sy in zip(m, d, s):
+        by_doc.setdefault(doc, {})[sy] = x
+    vals, ids = [], []
+    for doc, pair in by_doc.items():
+        if better in pair and worse in pair:
+            vals.append(1.0 if pair[better] > pair[worse] else 0.0)
+            ids.append(doc)
+    if not vals:
+        raise InputError(f"no document has both a {better!r} and a {worse!r} output")
+    u = np.asarray(vals)
+    return ProtocolResult("pairwise_acc", float(u.mean()), int(u.size), "documents", u, tuple(ids))
+
+
+def segment_level(metric, human, method: str = "pearson") -> ProtocolResult:
+    """One correlation over all judged outputs."""
+    m, h = _arr(metric, "metric"), _arr(human, "human")
+    if m.size != h.size:
+        raise InputError(f"metric and human differ in length ({m.size} vs {h.size})")
+    return ProtocolResult(method, _corr(method, m, h), int(m.size), "outputs")
+
+
+def darr_kendall(better_scores, worse_scores, pair_ids: Sequence | None = None) -> ProtocolResult:
+    """WMT DARR Kendall-like tau, with the per-pair concordance (+1 / -1) as units."""
+    from dlmeval.stats import darr_kendall_like
+
+    b, w = _arr(better_scores, "better_scores"), _arr(worse_scores, "worse_scores")
+    if b.size != w.size:
+        raise InputError("better and worse scores differ in length")
+    value = float(darr_kendall_like(b, w))
+    units = np.where(b > w, 1.0, -1.0)
+    return ProtocolResult(
+        "darr_tau", value, int(b.size), "pairs", units, None if pair_ids is None else tuple(pair_ids)
+    )
+
+
+# ---------------------------------------------------------------------------------------------- one benchmark
+@dataclass
+class Judged:
+    """The judged outputs of one benchmark for one human dimension, aligned with metric scores.
+
+    SUM / D2T: ``human`` per output, ``docs`` and ``systems`` per output. WMT: ``better_index`` / ``worse_index``
+    point into the output arrays, one entry per DARR pair (``human`` is unused).
+    """
+
+    docs: np.ndarray
+    systems: np.ndarray
+    human: np.ndarray | None = None
+    better_index: np.ndarray | None = None
+    worse_index: np.ndarray | None = None
+    pair_ids: np.ndarray | None = None
+
+
+def evaluate(protocol: str, judged: Judged, metric) -> ProtocolResult:
+    """The value of ``protocol`` for one metric's scores (aligned with ``judged``)."""
+    _check_protocol(protocol)
+    m = _arr(metric, "metric")
+    if protocol == "darr_tau":
+        if judged.better_index is None or judged.worse_index is None:
+            raise InputError("darr_tau needs better/worse pair indices")
+        return darr_kendall(m[judged.better_index], m[judged.worse_index], judged.pair_ids)
+    if protocol == "pairwise_acc":
+        return pairwise_accuracy(m, judged.docs, judged.systems)
+    if judged.human is None:
+        raise InputError(f"{protocol} needs human scores")
+    if protocol in ("doc_spearman", "doc_kendall"):
+        return summary_level(m, judged.human, judged.docs, _METHOD[protocol])
+    if protocol in ("sys_pearson", "sys_spearman"):
+        return system_level(m, judged.human, judged.systems, _METHOD[protocol])
+    return segment_level(m, judged.human, _METHOD[protocol])
+
+
+# ---------------------------------------------------------------------------------------------- resampling
+def _resample_unit(protocol: str, judged: Judged) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """The unit ids the bootstrap draws, and a map from drawn unit positions to output rows (with repeats)."""
+    if protocol == "darr_tau":
+        n = len(judged.better_index)
+        return np.arange(n), lambda idx: idx
+    if protocol in ("pearson", "spearman", "kendall"):
+        n = len(judged.docs)
+        return np.arange(n), lambda idx: idx
+    # document units: rows of each drawn document, repeated as drawn
+    docs = judged.docs
+    uniq = pd.unique(docs)
+    rows = {d: np.flatnonzero(docs == d) for d in uniq}
+    order = list(uniq)
+    return np.arange(len(order)), lambda idx: np.concatenate([rows[order[i]] for i in idx])
+
+
+def _value_on(protocol: str, judged: Judged, metric: np.ndarray, idx: np.ndarray) -> float:
+    """The protocol on a resample ``idx`` of its units (documents drawn twice count twice)."""
+    if protocol == "darr_tau":
+        b, w = metric[judged.better_index[idx]], metric[judged.worse_index[idx]]
+        return float(np.mean(np.where(b > w, 1.0, -1.0)))
+    if protocol in ("pearson", "spearman", "kendall"):
+        return _corr(protocol, metric[idx], judged.human[idx])
+    _, to_rows = _resample_unit(protocol, judged)
+    if protocol in ("sys_pearson", "sys_spearman"):
+        rows = to_rows(idx)
+        g = pd.DataFrame({"s": judged.systems[rows], "m": metric[rows], "h": judged.human[rows]})
+        g = g.groupby("s", sort=False)[["m", "h"]].mean()
+        return _corr(_METHOD[protocol], g["m"].to_numpy(), g["h"].to_numpy())
+    raise InputError(f"{protocol} is resampled through its per-unit values")
+
+
+def protocol_ci(
+    protocol: str,
+    judged: Judged,
+    metric,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the protocol's value, resampling its unit (see the module docstring).
+
+    Unit-mean protocols bootstrap the mean of their per-unit values; the others recompute the correlation on each
+    resample. Resamples on which the correlation is undefined (a constant side) are dropped; returns NaNs when
+    fewer than two units exist or no resample is defined.
+    """
+    from dlmeval.stats import bootstrap_ci
+
+    m = _arr(metric, "metric")
+    if n_resamples < 1:
+        return float("nan"), float("nan")
+    res = evaluate(protocol, judged, m)
+    if protocol in UNIT_MEAN:
+        u = res.units
+        if u is None or u.size < 2:
+            return float("nan"), float("nan")
+        if np.ptp(u) == 0:  # every unit agrees: every resample gives the same value
+            return float(u[0]), float(u[0])
+        ci = bootstrap_ci(u, np.mean, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        return ci.lo, ci.hi
+    units, _ = _resample_unit(protocol, judged)
+    if units.size < 2 or not np.isfinite(res.value):
+        return float("nan"), float("nan")
+    rng = numpy_rng(seed, "protocol_ci", protocol)
+    # Resampling by hand here (not scipy.stats.bootstrap): a correlation is undefined on some resamples of a small
+    # benchmark (all drawn outputs tied), and scipy's percentile method would return NaN for the whole interval.
+    vals = np.array(
+        [_value_on(protocol, judged, m, rng.integers(0, units.size, units.size)) for _ in range(n_resamples)]
+    )
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return float("nan"), float("nan")
+    a = (1 - confidence) / 2
+    return float(np.quantile(vals, a)), float(np.quantile(vals, 1 - a))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Metric A against metric B under one protocol: the test, its statistic and p (Williams) or the CI of
+    A - B (paired bootstrap), and whether A is significantly better."""
+
+    protocol: str
+    test: str  # "williams" | "paired_bootstrap"
+    value_a: float
+    value_b: float
+    statistic: float
+    p: float
+    ci_lo: float
+    ci_hi: float
+    n: int
+    a_better: bool
+
+
+def compare(
+    protocol: str,
+    judged: Judged,
+    metric_a,
+    metric_b,
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Comparison:
+    """Is metric A's protocol value significantly higher than metric B's on the same items?
+
+    Pearson / Spearman (segment or system level): the Williams test of r(human, A) > r(human, B) given r(A, B)
+    (Spearman: the same test on ranks). Otherwise: a paired bootstrap CI (1 - 2 alpha, i.e. a one-sided test at
+    level alpha) of value(A) - value(B), resampling the protocol's unit with the same draws for A and B.
+    """
+    from dlmeval.stats import williams_test
+
+    a, b = _arr(metric_a, "metric_a"), _arr(metric_b, "metric_b")
+    ra, rb = evaluate(protocol, judged, a), evaluate(protocol, judged, b)
+    nan = float("nan")
+    if protocol in SINGLE_CORRELATION:
+        method = _METHOD[protocol]
+        if protocol.startswith("sys_"):
+            ga = system_means(a, judged.human, judged.systems)
+            gb = system_means(b, judged.human, judged.systems)
+            x, y, h = ga["metric"].to_numpy(), gb["metric"].to_numpy(), ga["human"].to_numpy()
+        else:
+            x, y, h = a, b, judged.human
+        r12, r13, r23 = _corr(method, h, x), _corr(method, h, y), _corr(method, x, y)
+        n = int(h.size)
+        t, p = nan, nan
+        if n > 3 and all(np.isfinite([r12, r13, r23])):
+            try:
+                w = williams_test(float(r12), float(r13), float(r23), n)
+                t, p = w.t, w.p
+            except InputError:
+                pass
+        return Comparison(protocol, "williams", ra.value, rb.value, t, p, nan, nan, n, bool(p < alpha))
+    confidence = 1 - 2 * alpha
+    lo_q, hi_q = alpha, 1 - alpha
+    if protocol in UNIT_MEAN:
+        ua, ub = (
+            dict(zip(ra.unit_ids or range(ra.n), ra.units)),
+            dict(zip(rb.unit_ids or range(rb.n), rb.units)),
+        )
+        common = [k for k in ua if k in ub]
+        da = np.array([ua[k] - ub[k] for k in common])
+        est = float(da.mean()) if da.size else nan
+        if da.size < MIN_TEST_UNITS:  # too few units: no interval, no claim
+            lo = hi = nan
+        elif np.ptp(da) == 0:  # every unit gives the same difference: so does every resample
+            lo = hi = est
+        else:
+            from dlmeval.stats import bootstrap_ci
+
+            ci = bootstrap_ci(da, np.mean, n_resamples=n_resamples, confidence=confidence, seed=seed)
+            lo, hi = ci.lo, ci.hi
+        return Comparison(
+            protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, int(da.size), bool(lo > 0)
+        )
+    units, _ = _resample_unit(protocol, judged)
+    if units.size < MIN_TEST_UNITS:
+        return Comparison(
+            protocol,
+            "paired_bootstrap",
+            ra.value,
+            rb.value,
+            ra.value - rb.value,
+            nan,
+            nan,
+            nan,
+            int(units.size),
+            False,
+        )
+    rng = numpy_rng(seed, "compare", protocol)
+    diffs = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, units.size, units.size)
+        diffs.append(_value_on(protocol, judged, a, idx) - _value_on(protocol, judged, b, idx))
+    d = np.asarray(diffs)
+    d = d[np.isfinite(d)]
+    lo, hi = (float(np.quantile(d, lo_q)), float(np.quantile(d, hi_q))) if d.size else (nan, nan)
+    est = ra.value - rb.value
+    return Comparison(
+        protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, int(units.size), bool(lo > 0)
+    )
