@@ -73,12 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # offline by default: nothing below may reach a hub unless a command passes --allow-download
+    if not getattr(args, "allow_download", False):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
     if not args.debug:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     try:
         rc = args.func(args)
     except DlmevalError as e:
