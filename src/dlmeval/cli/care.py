@@ -1,0 +1,166 @@
+"""``dlmeval care SPEC``: run (or resume) a Care sweep and write its tables.
+
+SPEC is a ``.toml`` / ``.yaml`` sweep spec or the name of a shipped one (``care-demo``, ``care-paper``,
+``care-tiny``); see docs/care.md and :mod:`dlmeval.protocols.care_spec`. Rerunning the same command resumes: finished
+generations and cells are read back from the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from dlmeval.cli.common import emit
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "care",
+        help="Care sweep: strategies x steps/NFE x temperatures x seeds, NFE, PPL, MAUVE, statistics",
+        description="Run a Care sweep spec (or a shipped one: care-demo, care-paper, care-tiny). Every cell goes "
+        "to the run store; a rerun resumes. Tables go to the store and, as CSV and Markdown, to --out.",
+    )
+    p.add_argument("spec", metavar="SPEC", help="sweep spec (.toml/.yaml) or a shipped spec name")
+    p.add_argument(
+        "--out", default=None, help="directory for CSV/Markdown tables (default: care-out/<spec name>)"
+    )
+    p.add_argument(
+        "--models", nargs="+", default=None, help="diffusion model specs (replace the spec's list)"
+    )
+    p.add_argument("--n-prompts", type=int, default=None, help="prompts per cell (replaces the spec's value)")
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="rows per forward pass (never changes a number)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="run seed (replaces the spec's seed)")
+    p.add_argument(
+        "--data-dir", default=None, help="data directory (default: DLMEVAL_DATA or ../shared/data)"
+    )
+    p.add_argument(
+        "--plan", action="store_true", help="print the cells and predicted forward passes, run nothing"
+    )
+    g = p.add_argument_group("runtime")
+    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
+    g.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
+    )
+    g.add_argument(
+        "--allow-download", action="store_true", help="allow fetching models from the Hugging Face hub"
+    )
+    p.set_defaults(func=run)
+
+
+def _spec_with_overrides(args):
+    import dataclasses
+
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.care_spec import load_spec
+
+    spec = load_spec(args.spec)
+    if args.models:
+        spec = spec.replace(models=tuple(args.models))
+    gen = spec.generation
+    if args.n_prompts is not None:
+        if args.n_prompts < 2:
+            raise InputError(f"--n-prompts must be at least 2, got {args.n_prompts}")
+        gen = dataclasses.replace(gen, n_prompts=args.n_prompts)
+    if args.batch_size is not None:
+        if args.batch_size < 1:
+            raise InputError(f"--batch-size must be positive, got {args.batch_size}")
+        gen = dataclasses.replace(gen, batch_size=args.batch_size)
+    spec = spec.replace(generation=gen)
+    if args.seed is not None:
+        spec = spec.replace(seed=args.seed)
+    return spec
+
+
+def _plan(args, spec) -> int:
+    from dlmeval.protocols.care import downstream_cells, plan_cells
+    from dlmeval.sampling import get_strategy, predict_nfe, steps_for_nfe
+
+    g = spec.generation
+    cells = plan_cells(spec)
+    rows, total = [], 0
+    for c in cells:
+        strat = get_strategy(c.strategy, remask_fraction=c.fraction)
+        kw = dict(block_length=g.block_length, remasks=strat.remasks, remask_fraction=c.fraction)
+        if c.steps is not None:
+            steps, nfe = c.steps, predict_nfe(g.gen_tokens, c.steps, **kw)
+        else:
+            steps, nfe = steps_for_nfe(c.nfe, g.gen_tokens, **kw)
+        passes = nfe * -(-g.n_prompts // g.batch_size)
+        total += passes * len(spec.models)
+        rows.append({"cell": c.key, "steps": steps, "nfe_per_sample": nfe, "forward_calls": passes})
+    payload = {
+        "spec": spec.name,
+        "models": list(spec.models),
+        "cells_per_model": len(cells),
+        "downstream_cells_per_task": len(downstream_cells(spec)) if spec.downstream.enabled else 0,
+        "prompts_per_cell": g.n_prompts,
+        "batch_size": g.batch_size,
+        "forward_calls_total": total,
+        "cells": rows,
+    }
+    lines = [
+        f"spec {spec.name}: {len(spec.models)} model(s) x {len(cells)} cells x {g.n_prompts} prompts "
+        f"(prefix {g.prefix_tokens}, generate {g.gen_tokens} tokens, batch {g.batch_size})"
+    ]
+    lines += [
+        f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  calls {r['forward_calls']}"
+        for r in rows
+    ]
+    lines.append(f"batched forward calls in all (generation only, without stops at EOS): {total}")
+    emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlmeval.protocols import care_tables as ct
+    from dlmeval.protocols.care import run_care
+    from dlmeval.store import RunStore
+
+    spec = _spec_with_overrides(args)
+    if args.plan:
+        return _plan(args, spec)
+    out = args.out or f"care-out/{spec.name}"
+    quiet = getattr(args, "json", False)
+    echo = None if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    with RunStore(args.store) as store:
+        res = run_care(
+            spec,
+            store,
+            out_dir=out,
+            device=args.device,
+            dtype=args.dtype,
+            trust_remote_code=args.trust_remote_code,
+            allow_download=args.allow_download,
+            data_dir=args.data_dir,
+            command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
+            progress=not args.no_progress,
+            echo=echo,
+        )
+    from dlmeval.store import frame_records
+
+    payload = {
+        "spec": spec.name,
+        "sweep_run": res.sweep_run,
+        "model_runs": res.model_runs,
+        "signature": res.signature,
+        "out_dir": str(res.out_dir),
+        "warnings": res.warnings,
+        "tables": {k: frame_records(v) for k, v in res.tables.items()},
+    }
+    text = []
+    for name in ("headline", "leaderboard"):
+        if name in res.tables:
+            text.append(ct.markdown(name, res.tables[name]))
+    text.append(f"tables: {res.out_dir}/tables.md (CSV and Markdown per table)")
+    text.append(
+        "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; sweep {res.sweep_run}"
+    )
+    for w in res.warnings:
+        text.append(f"warning: {w}")
+    text.append(f"signature: {res.signature}")
+    emit(args, payload, "\n".join(text))
+    return 0
