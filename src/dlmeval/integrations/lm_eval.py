@@ -1,0 +1,332 @@
+"""lm-evaluation-harness interop: dlmeval's diffusion LMs as an lm-eval model named ``dlmeval``.
+
+Optional: needs ``pip install 'dlmeval[lm-eval]'`` (lm-eval is never a hard dependency). Importing this module
+registers the model with lm-eval's registry::
+
+    import lm_eval
+    import dlmeval.integrations.lm_eval  # noqa: F401  (registers "dlmeval")
+
+    results = lm_eval.simple_evaluate(
+        model="dlmeval",
+        model_args="model=default,steps=128,strategy=none,temperature=0.0,gen_length=128",
+        tasks=["arc_challenge"],
+    )
+
+or from the shell (the module's ``__main__`` registers the model, then runs lm-eval's own command line)::
+
+    python -m dlmeval.integrations.lm_eval --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+
+Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
+``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
+``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (tokens generated;
+default: the request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``temperature`` (unmask
+temperature; a request's ``temperature`` overrides it), ``seed``, ``batch_size``; scoring: ``n_masks``,
+``n_rates`` (the DiffScore estimator's K and T); ``nfe_log`` (a JSONL file that receives one record per request).
+
+How each request type is answered:
+
+* ``loglikelihood(context, continuation)``: the DiffScore conditional estimator
+  (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo"``): the continuation is masked at T rates x K masks
+  with the context visible, and ``score x n_tokens`` (the Monte Carlo ELBO of the continuation, a lower bound
+  on its log-likelihood) is returned. ``is_greedy``: whether the model's argmax reproduces every continuation token
+  when the whole continuation is masked at once. Note: the scorer lays out context and continuation with the
+  tokenizer's pair template (a separator between them, see :mod:`dlmeval.scoring.configs`), not as one
+  concatenated string;
+* ``loglikelihood_rolling(text)``: the marginal estimator (the whole text masked), ``score x n_tokens``;
+* ``generate_until(context, gen_kwargs)``: :class:`dlmeval.sampling.RemaskingSampler` with the model arguments,
+  cut at the first ``until`` string.
+
+Every request's actual NFE (forward passes) is recorded: ``lm.nfe_records`` (and the ``nfe_log`` file) hold one
+dict per request ``{"type", "index", "nfe", ...}``; ``lm.nfe_total`` sums them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+try:  # optional dependency
+    from lm_eval.api.model import LM
+    from lm_eval.api.registry import register_model
+
+    HAVE_LM_EVAL = True
+except ImportError:  # pragma: no cover - exercised only without lm-eval
+    HAVE_LM_EVAL = False
+    LM = object  # type: ignore[assignment,misc]
+
+    def register_model(*names):  # type: ignore[no-redef]
+        return lambda cls: cls
+
+
+from dlmeval.errors import InputError
+
+MODEL_NAME = "dlmeval"
+
+
+def _bool(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _opt_int(v: Any) -> int | None:
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none")):
+        return None
+    return int(v)
+
+
+def _request_id(*parts: Any) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:16]
+
+
+@register_model(MODEL_NAME)
+class DlmevalLM(LM):
+    """A dlmeval :class:`~dlmeval.models.base.DiffusionLM` behind lm-eval's ``LM`` interface (module docstring)."""
+
+    def __init__(
+        self,
+        model: str = "default",
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        trust_remote_code: bool | str = False,
+        allow_download: bool | str = False,
+        strategy: str = "none",
+        steps: int | str | None = None,
+        nfe: int | str | None = None,
+        gen_length: int | str | None = None,
+        block_length: int | str | None = None,
+        remask_fraction: float | str = 0.15,
+        temperature: float | str = 0.0,
+        seed: int | str = 0,
+        batch_size: int | str = 16,
+        n_masks: int | str = 5,
+        n_rates: int | str = 5,
+        nfe_log: str | None = None,
+        lm=None,
+        **unused: Any,
+    ):
+        if not HAVE_LM_EVAL:
+            raise InputError(
+                "lm-eval is not installed; `pip install 'dlmeval[lm-eval]'` to use this integration"
+            )
+        super().__init__()
+        from dlmeval.models import load_diffusion
+        from dlmeval.sampling import STRATEGIES
+
+        if lm is None:
+            lm = load_diffusion(
+                str(model),
+                device=device,
+                dtype=dtype,
+                trust_remote_code=_bool(trust_remote_code),
+                allow_download=_bool(allow_download),
+            )
+        self.lm = lm
+        if strategy not in STRATEGIES:
+            raise InputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        self.strategy = strategy
+        self.steps = _opt_int(steps)
+        self.nfe_budget = _opt_int(nfe)
+        if self.steps is not None and self.nfe_budget is not None:
+            raise InputError("give steps (nominal) or nfe (a forward-pass budget), not both")
+        self.gen_length = _opt_int(gen_length)
+        self.block_length = _opt_int(block_length)
+        self.remask_fraction = float(remask_fraction)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        self._batch_size = max(1, int(batch_size))
+        self.n_masks, self.n_rates = int(n_masks), int(n_rates)
+        self.nfe_log = nfe_log
+        self.nfe_records: list[dict[str, Any]] = []
+        self.unused_args = dict(unused)
+        self._scorers: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ lm-eval plumbing
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def device(self):
+        return self.lm.device
+
+    @property
+    def nfe_total(self) -> int:
+        return int(sum(r["nfe"] for r in self.nfe_records))
+
+    def _record(self, recs: list[dict[str, Any]]) -> None:
+        self.nfe_records.extend(recs)
+        if self.nfe_log:
+            with open(self.nfe_log, "a", encoding="utf-8") as f:
+                for r in recs:
+                    f.write(json.dumps(r) + "\n")
+
+    def _scorer(self, weighting: str = "elbo"):
+        from dlmeval.scoring import DiffScorer
+
+        if weighting not in self._scorers:
+            self._scorers[weighting] = DiffScorer(
+                self.lm,
+                n_masks=self.n_masks,
+                n_rates=self.n_rates,
+                weighting=weighting,
+                seed=self.seed,
+                batch_size=self._batch_size,
+            )
+        return self._scorers[weighting]
+
+    # ------------------------------------------------------------------ log-likelihood
+    def loglikelihood(self, requests) -> list[tuple[float, bool]]:
+        pairs = [tuple(r.args[:2]) for r in requests]
+        if not pairs:
+            return []
+        scorer = self._scorer()
+        ids = [_request_id("ll", c, x) for c, x in pairs]
+        nfe0 = self.lm.nfe
+        df = scorer.score([x for _, x in pairs], [c for c, _ in pairs], config="cond", item_ids=ids)
+        nfe_scoring = self.lm.nfe - nfe0
+        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
+        out = []
+        for i, row in enumerate(df.itertuples()):
+            total = float(row.score) * int(row.n_tokens) if math.isfinite(row.score) else 0.0
+            out.append((total, bool(greedy[i])))
+        self._record(
+            [
+                {"type": "loglikelihood", "index": i, "nfe": nfe_scoring / len(pairs), "n_tokens": int(n)}
+                for i, n in enumerate(df["n_tokens"])
+            ]
+        )
+        return out
+
+    def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
+        """Whether the argmax reproduces every continuation token with the whole continuation masked."""
+        import torch
+
+        from dlmeval.models.base import length_sorted_batches
+
+        fmt = self._scorer().formatter
+        lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
+        out = [True] * len(lays)
+        m = self.lm
+        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
+            seqs, spans = [], []
+            for i in batch:
+                ids = list(lays[i].ids)
+                a, b = lays[i].candidate
+                spans.append((a, b, ids[a:b]))
+                ids[a:b] = [m.mask_token_id] * (b - a)
+                seqs.append(ids)
+            x, attn = m.pad(seqs)
+            off = m.offset(attn)
+            pos = torch.zeros_like(x, dtype=torch.bool)
+            for r, (a, b, _) in enumerate(spans):
+                pos[r, int(off[r]) + a : int(off[r]) + b] = True
+            with torch.no_grad():
+                ps = m.score_positions(x, attn, pos, top_k=1)
+            top = ps.top_ids[:, 0].tolist()
+            k = 0
+            for r, i in enumerate(batch):
+                a, b, target = spans[r]
+                got = top[k : k + (b - a)]
+                k += b - a
+                out[i] = got == list(target)
+        return out
+
+    def loglikelihood_rolling(self, requests) -> list[float]:
+        texts = [r.args[0] for r in requests]
+        if not texts:
+            return []
+        nfe0 = self.lm.nfe
+        df = self._scorer().score(texts, config="marginal", item_ids=[_request_id("roll", t) for t in texts])
+        per = (self.lm.nfe - nfe0) / len(texts)
+        self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in range(len(texts))])
+        return [float(s) * int(n) if math.isfinite(s) else 0.0 for s, n in zip(df["score"], df["n_tokens"])]
+
+    # ------------------------------------------------------------------ generation
+    def _sampler(self, length: int, temperature: float):
+        from dlmeval.sampling import RemaskingSampler, SamplerConfig
+
+        steps = self.steps if self.nfe_budget is None else None
+        if steps is None and self.nfe_budget is None:
+            steps = length
+        block = self.block_length if self.block_length and length % self.block_length == 0 else None
+        cfg = SamplerConfig(
+            length=length,
+            steps=steps,
+            nfe=self.nfe_budget,
+            block_length=block,
+            strategy=self.strategy,
+            remask_fraction=self.remask_fraction,
+            temperature=temperature,
+            seed=self.seed,
+        )
+        return RemaskingSampler(self.lm, cfg)
+
+    def generate_until(self, requests) -> list[str]:
+        from dlmeval.protocols.care import continuation_text, cut_at
+
+        out: list[str | None] = [None] * len(requests)
+        groups: dict[tuple[int, float, tuple[str, ...]], list[int]] = {}
+        for i, r in enumerate(requests):
+            kw = dict(r.args[1] or {})
+            until = kw.get("until") or []
+            until = (until,) if isinstance(until, str) else tuple(until)
+            length = self.gen_length or int(kw.get("max_gen_toks", 128))
+            temp = float(kw["temperature"]) if "temperature" in kw else self.temperature
+            groups.setdefault((length, temp, until), []).append(i)
+        seen: dict[str, int] = {}
+        for (length, temp, until), idx in groups.items():
+            sampler = self._sampler(length, temp)
+            for start in range(0, len(idx), self._batch_size):
+                chunk = idx[start : start + self._batch_size]
+                prompts = [sampler.encode_prompt(requests[i].args[0]) for i in chunk]
+                keep = self.lm.max_length - length
+                prompts = [p[-keep:] if len(p) > keep else p for p in prompts]  # left-truncate long contexts
+                rids = []
+                for i in chunk:
+                    base = _request_id("gen", requests[i].args[0], length, temp)
+                    n = seen.get(base, 0)
+                    seen[base] = n + 1
+                    rids.append(base if n == 0 else f"{base}.{n}")
+                res = sampler.sample(prompts, item_ids=rids)
+                recs = res.records()
+                for j, i in enumerate(chunk):
+                    text = continuation_text(self.lm, prompts[j], recs[j]["token_ids"], recs[j]["text"])
+                    out[i] = cut_at(text, until) if until else text
+                self._record(
+                    [
+                        {
+                            "type": "generate_until",
+                            "index": i,
+                            "nfe": recs[j]["nfe"],
+                            "steps": int(res.config["steps"]),
+                            "nfe_target": res.config["nfe"],
+                            "remasks": recs[j]["remasks"],
+                        }
+                        for j, i in enumerate(chunk)
+                    ]
+                )
+        return [o or "" for o in out]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """lm-eval's command line with the ``dlmeval`` model registered."""
+    if not HAVE_LM_EVAL:
+        raise SystemExit("lm-eval is not installed; `pip install 'dlmeval[lm-eval]'`")
+    import sys
+
+    from lm_eval.__main__ import cli_evaluate
+
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    cli_evaluate()
+
+
+__all__ = ["HAVE_LM_EVAL", "MODEL_NAME", "DlmevalLM", "main"]
+
+if __name__ == "__main__":
+    main()
