@@ -59,6 +59,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=DEFAULT_RECIPE["steps"])
+    ap.add_argument("--stop-at", type=int, default=None,
+                    help="stop after this step of the --steps schedule (the LR schedule still spans --steps)")
     ap.add_argument("--data", default=None, help="corpus directory (default: <data dir>/corpus)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument(
@@ -87,7 +89,7 @@ def main(argv=None) -> None:
         (Path(a.export) / "training.json").write_text(json.dumps({**meta, "history": tr.history}, indent=1))
         print(f"exported step {tr.step} to {a.export}")
         return
-    tr.fit()
+    tr.fit(stop_at=a.stop_at)
     print(f"done in {time.time() - t0:.0f}s", flush=True)
 
 

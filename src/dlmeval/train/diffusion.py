@@ -375,25 +375,27 @@ class Trainer:
             "lr": self.sched.get_last_lr()[0],
         }
 
-    def fit(self, *, progress: bool = True) -> list[dict]:
+    def fit(self, *, progress: bool = True, stop_at: int | None = None) -> list[dict]:
+        """Train to ``cfg.steps`` (or stop after step ``stop_at`` of that schedule; a later call continues)."""
         from dlmeval.progress import progress_bar
 
+        end = min(self.cfg.steps, stop_at or self.cfg.steps)
         resumed = self.try_resume()
         if resumed:
             self.log(f"resumed from {self.ckpt_path} at step {self.step}")
         t0 = time.time()
         toks = 0
         with progress_bar("training", total=self.cfg.steps, completed=self.step, enabled=progress) as bar:
-            while self.step < self.cfg.steps:
+            while self.step < end:
                 rec = self.train_step()
                 toks += rec["tokens"]
                 rec["tokens_per_s"] = toks / max(1e-9, time.time() - t0)
-                if self.step % self.cfg.eval_every == 0 or self.step == self.cfg.steps:
+                if self.step % self.cfg.eval_every == 0 or self.step == end:
                     if self.heldout_rows:
                         rec["eval"] = self.evaluate()
                     self.log(json.dumps(rec))
                 self.history.append(rec)
-                if self.step % self.cfg.checkpoint_every == 0 or self.step == self.cfg.steps:
+                if self.step % self.cfg.checkpoint_every == 0 or self.step == end:
                     self.save_checkpoint()
                 bar.update(1, info=f"loss {rec['loss']:.3f} | {rec['tokens_per_s']:.0f} tok/s")
         return self.history
