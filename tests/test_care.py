@@ -682,3 +682,9 @@ def test_cli_plan_and_bad_spec(tmp_path, capsys):
     bad.write_text("[sweep]\nstrategies = ['none', 'nonsense']\n")
     assert main(["care", str(bad)]) == 2
     assert "not one of" in capsys.readouterr().err
+
+
+def test_model_label():
+    assert care.model_label("llada:/models/LLaDA-8B-Base/") == "llada:LLaDA-8B-Base"
+    assert care.model_label("default") == "default" and care.model_label("tiny-bert") == "tiny-bert"
+    assert care.model_label("causal:meta-llama/Meta-Llama-3-8B") == "causal:Meta-Llama-3-8B"

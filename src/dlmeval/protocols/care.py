@@ -207,6 +207,15 @@ def continuation_text(model, prefix_ids: Sequence[int], gen_ids: Sequence[int], 
 
 
 # ------------------------------------------------------------------------------------------------ runner
+def model_label(model_spec: str) -> str:
+    """The name a model has in the tables: the spec, with a path shortened to its last part
+    (``llada:/models/LLaDA-8B-Base`` -> ``llada:LLaDA-8B-Base``)."""
+    kind, sep, rest = model_spec.partition(":")
+    if not sep or not rest:
+        return model_spec
+    return f"{kind}:{Path(rest.rstrip('/')).name or rest}"
+
+
 @dataclass
 class CareResult:
     spec: CareSpec
@@ -310,8 +319,8 @@ def run_care(
         result.model_runs[model_spec] = run.run_id
         identities.append(model.identity())
         say(f"care: model {model_spec} -> run {run.run_id}")
-        cells, down = _run_model(spec, model_spec, model, run, metrics, data_dir, progress, say)
-        tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), spec)
+        cells, down = _run_model(spec, model_label(model_spec), model, run, metrics, data_dir, progress, say)
+        tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
         for name, df in tables.items():
             run.put_table(name, df)
         run.finish()
@@ -329,7 +338,7 @@ def run_care(
         command_line=command_line,
     )
     result.sweep_run = sweep.run_id
-    result.tables = ct.all_tables(ct.cells_frame(all_cells), ct.down_frame(all_down), spec)
+    result.tables = ct.all_tables(ct.cells_frame(all_cells), ct.down_frame(all_down), _labelled(spec))
     for name, df in result.tables.items():
         sweep.put_table(name, df)
     sweep.finish()
@@ -339,6 +348,11 @@ def run_care(
             result.tables, out_dir, header=f"Care sweep {spec.name}: {result.signature}"
         )
     return result
+
+
+def _labelled(spec: CareSpec) -> CareSpec:
+    """The spec with its models as table labels (the leaderboard keeps the spec's model order)."""
+    return spec.replace(models=tuple(model_label(m) for m in spec.models))
 
 
 def _empty_cuda() -> None:
@@ -488,8 +502,12 @@ def _cell_metrics(spec, model, run, cell: Cell, prompts: list[PromptItem], metri
         num_buckets=m.mauve_buckets,
     )
     rec["mauve"], rec["mauve_buckets"] = ms.mauve, ms.num_buckets
-    rec["self_bleu"] = self_bleu(
-        acc_texts, max_hypotheses=m.self_bleu_max, seed=derive_seed(spec.seed, "self-bleu", cell.key)
+    # sacrebleu's 0-100 scale -> 0-1, the scale of the paper's tables
+    rec["self_bleu"] = (
+        self_bleu(
+            acc_texts, max_hypotheses=m.self_bleu_max, seed=derive_seed(spec.seed, "self-bleu", cell.key)
+        )
+        / 100.0
     )
     rec["distinct3"] = distinct_n(acc_texts, n=3)
     return rec
@@ -584,6 +602,13 @@ def _down_cell(spec, model, run, task: str, cell: Cell, items: list, length: int
         if all(k in done for k in keys):
             continue
         enc = [sampler.encode_prompt(prompts[i]) for i in chunk]
+        keep = model.max_length - length
+        if any(len(e) > keep for e in enc):
+            run.warn(
+                f"{task}: prompts longer than the model window minus {length} generated tokens were cut to their "
+                f"last {keep} tokens"
+            )
+            enc = [e[-keep:] if len(e) > keep else e for e in enc]
         res = sampler.sample(enc, item_ids=[ids[i] for i in chunk])
         rows = []
         for j, (i, key, rec) in enumerate(zip(chunk, keys, res.records())):
@@ -721,6 +746,7 @@ __all__ = [
     "downstream_cells",
     "gsm8k_prompt",
     "load_tables",
+    "model_label",
     "plan_cells",
     "run_care",
     "write_tables",
