@@ -304,10 +304,9 @@ def _frame_runner(
 
 def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dict[str, pd.DataFrame]:
     from dlmeval.baselines.likelihood import ARScorer
-    from dlmeval.protocols.meta_eval import scoring_frame
 
     o = suite.opts
-    frame = scoring_frame("SummEval", o.data_dir, o.limit)
+    frame = suite.frame("SummEval")
     items = pd.DataFrame(
         {"key": "pos/" + frame["key"], "source": frame["source"], "candidate": frame["candidate"]}
     )
@@ -396,10 +395,9 @@ def run_directional(suite, *, n_pairs: int = 200) -> dict[str, pd.DataFrame]:
 def run_adversarial(suite) -> dict[str, pd.DataFrame]:
     from dlmeval.baselines.likelihood import ARScorer
     from dlmeval.data.bartscore import BARTSCORE_BENCHMARKS
-    from dlmeval.protocols.meta_eval import scoring_frame
 
     o = suite.opts
-    frame = scoring_frame("SummEval", o.data_dir, o.limit)
+    frame = suite.frame("SummEval")
     adv = adversarial_set(frame, BARTSCORE_BENCHMARKS["SummEval"].dimensions, o.seed)
     adv.insert(0, "key", [f"adv/{d}/{c}" for d, c in zip(adv["doc_id"], adv["condition"])])
     dlm, ar = suite.dlm(), suite.ar()

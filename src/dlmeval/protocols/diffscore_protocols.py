@@ -28,7 +28,7 @@ otherwise a paired bootstrap CI of the difference over the same unit (significan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -316,36 +316,60 @@ def evaluate(protocol: str, judged: Judged, metric) -> ProtocolResult:
 
 
 # ---------------------------------------------------------------------------------------------- resampling
-def _resample_unit(protocol: str, judged: Judged) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
-    """The unit ids the bootstrap draws, and a map from drawn unit positions to output rows (with repeats)."""
-    if protocol == "darr_tau":
-        n = len(judged.better_index)
-        return np.arange(n), lambda idx: idx
-    if protocol in ("pearson", "spearman", "kendall"):
-        n = len(judged.docs)
-        return np.arange(n), lambda idx: idx
-    # document units: rows of each drawn document, repeated as drawn
-    docs = judged.docs
-    uniq = pd.unique(docs)
-    rows = {d: np.flatnonzero(docs == d) for d in uniq}
-    order = list(uniq)
-    return np.arange(len(order)), lambda idx: np.concatenate([rows[order[i]] for i in idx])
+class _Resampler:
+    """One protocol on bootstrap resamples of its units (documents drawn twice count twice).
+
+    ``n_units`` units are drawn with replacement; ``value(idx)`` is the protocol on the drawn units. Written
+    vectorised by hand (numpy ranks and correlations, per-document system sums) because the protocols are
+    recomputed on every resample and a pandas group-by per resample costs 100x more.
+    """
+
+    def __init__(self, protocol: str, judged: Judged, metric: np.ndarray):
+        self.protocol = protocol
+        self.metric = metric
+        self.judged = judged
+        if protocol == "darr_tau":
+            b, w = metric[judged.better_index], metric[judged.worse_index]
+            self.conc = np.where(b > w, 1.0, -1.0)
+            self.n_units = int(self.conc.size)
+        elif protocol in ("pearson", "spearman", "kendall"):
+            self.n_units = int(metric.size)
+        elif protocol in ("sys_pearson", "sys_spearman"):
+            docs, d_idx = np.unique(judged.docs.astype(str), return_inverse=True)
+            systems, s_idx = np.unique(judged.systems.astype(str), return_inverse=True)
+            shape = (docs.size, systems.size)
+            self.m_sum, self.h_sum, self.cnt = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+            np.add.at(self.m_sum, (d_idx, s_idx), metric)
+            np.add.at(self.h_sum, (d_idx, s_idx), judged.human)
+            np.add.at(self.cnt, (d_idx, s_idx), 1.0)
+            self.n_units = int(docs.size)
+        else:
+            raise InputError(f"{protocol} is resampled through its per-unit values")
+
+    def value(self, idx: np.ndarray) -> float:
+        p = self.protocol
+        if p == "darr_tau":
+            return float(self.conc[idx].mean())
+        if p in ("pearson", "spearman", "kendall"):
+            return _fast_corr(p, self.metric[idx], self.judged.human[idx])
+        cnt = self.cnt[idx].sum(axis=0)
+        ok = cnt > 0
+        m = self.m_sum[idx].sum(axis=0)[ok] / cnt[ok]
+        h = self.h_sum[idx].sum(axis=0)[ok] / cnt[ok]
+        return _fast_corr(_METHOD[p], m, h)
 
 
-def _value_on(protocol: str, judged: Judged, metric: np.ndarray, idx: np.ndarray) -> float:
-    """The protocol on a resample ``idx`` of its units (documents drawn twice count twice)."""
-    if protocol == "darr_tau":
-        b, w = metric[judged.better_index[idx]], metric[judged.worse_index[idx]]
-        return float(np.mean(np.where(b > w, 1.0, -1.0)))
-    if protocol in ("pearson", "spearman", "kendall"):
-        return _corr(protocol, metric[idx], judged.human[idx])
-    _, to_rows = _resample_unit(protocol, judged)
-    if protocol in ("sys_pearson", "sys_spearman"):
-        rows = to_rows(idx)
-        g = pd.DataFrame({"s": judged.systems[rows], "m": metric[rows], "h": judged.human[rows]})
-        g = g.groupby("s", sort=False)[["m", "h"]].mean()
-        return _corr(_METHOD[protocol], g["m"].to_numpy(), g["h"].to_numpy())
-    raise InputError(f"{protocol} is resampled through its per-unit values")
+def _fast_corr(method: str, x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson / Spearman (Pearson of average ranks, as scipy) / Kendall tau-b; NaN for a constant side."""
+    from scipy import stats as sps
+
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    if method == "kendall":
+        return float(sps.kendalltau(x, y).statistic)
+    if method == "spearman":
+        x, y = sps.rankdata(x), sps.rankdata(y)
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def protocol_ci(
@@ -377,15 +401,13 @@ def protocol_ci(
             return float(u[0]), float(u[0])
         ci = bootstrap_ci(u, np.mean, n_resamples=n_resamples, confidence=confidence, seed=seed)
         return ci.lo, ci.hi
-    units, _ = _resample_unit(protocol, judged)
-    if units.size < 2 or not np.isfinite(res.value):
+    rs = _Resampler(protocol, judged, m)
+    if rs.n_units < 2 or not np.isfinite(res.value):
         return float("nan"), float("nan")
     rng = numpy_rng(seed, "protocol_ci", protocol)
     # Resampling by hand here (not scipy.stats.bootstrap): a correlation is undefined on some resamples of a small
     # benchmark (all drawn outputs tied), and scipy's percentile method would return NaN for the whole interval.
-    vals = np.array(
-        [_value_on(protocol, judged, m, rng.integers(0, units.size, units.size)) for _ in range(n_resamples)]
-    )
+    vals = np.array([rs.value(rng.integers(0, rs.n_units, rs.n_units)) for _ in range(n_resamples)])
     vals = vals[np.isfinite(vals)]
     if vals.size == 0:
         return float("nan"), float("nan")
@@ -471,8 +493,9 @@ def compare(
         return Comparison(
             protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, int(da.size), bool(lo > 0)
         )
-    units, _ = _resample_unit(protocol, judged)
-    if units.size < MIN_TEST_UNITS:
+    ra_s, rb_s = _Resampler(protocol, judged, a), _Resampler(protocol, judged, b)
+    n_units = ra_s.n_units
+    if n_units < MIN_TEST_UNITS:
         return Comparison(
             protocol,
             "paired_bootstrap",
@@ -482,18 +505,18 @@ def compare(
             nan,
             nan,
             nan,
-            int(units.size),
+            n_units,
             False,
         )
     rng = numpy_rng(seed, "compare", protocol)
     diffs = []
     for _ in range(n_resamples):
-        idx = rng.integers(0, units.size, units.size)
-        diffs.append(_value_on(protocol, judged, a, idx) - _value_on(protocol, judged, b, idx))
+        idx = rng.integers(0, n_units, n_units)
+        diffs.append(ra_s.value(idx) - rb_s.value(idx))
     d = np.asarray(diffs)
     d = d[np.isfinite(d)]
     lo, hi = (float(np.quantile(d, lo_q)), float(np.quantile(d, hi_q))) if d.size else (nan, nan)
     est = ra.value - rb.value
     return Comparison(
-        protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, int(units.size), bool(lo > 0)
+        protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, n_units, bool(lo > 0)
     )

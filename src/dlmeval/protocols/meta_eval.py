@@ -350,11 +350,13 @@ class _Timer:
     @contextlib.contextmanager
     def time(self, benchmark: str, family: str, n_outputs: int):
         rec = {"benchmark": benchmark, "family": family, "outputs": n_outputs, "units_computed": 0}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield rec
         finally:
             rec["seconds"] = round(time.perf_counter() - t0, 3)
+            # CPU seconds of the whole process (all threads): a cost measure that a busy machine does not inflate
+            rec["cpu_seconds"] = round(time.process_time() - c0, 3)
             self.rows.append(rec)
 
 
@@ -431,6 +433,13 @@ class Suite:
         self._ar = None
         self._embedder = None
         self._scorers: dict[str, Any] = {}
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
+        if name not in self._frames:
+            self._frames[name] = scoring_frame(name, self.opts.data_dir, self.opts.limit)
+        return self._frames[name]
 
     # ------------------------------------------------------------------ models
     def dlm(self):
@@ -660,7 +669,7 @@ class Suite:
 
     def score_benchmark(self, name: str, family: str) -> None:
         o = self.opts
-        frame = scoring_frame(name, o.data_dir, o.limit)
+        frame = self.frame(name)
         task = frame["task"].iat[0]
         units = make_units(frame)
         comp = self.component(family)
@@ -755,7 +764,7 @@ class Suite:
 
     def evaluate_benchmark(self, name: str) -> tuple[list[dict], list[dict]]:
         o = self.opts
-        frame = scoring_frame(name, o.data_dir, o.limit)
+        frame = self.frame(name)
         scores = self.scores(name, frame)
         task = frame["task"].iat[0]
         protocols = P.BENCHMARK_PROTOCOLS[name]
