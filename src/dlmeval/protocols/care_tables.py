@@ -601,9 +601,16 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
         if c in ("p",) or c.endswith("_p"):
             out[c] = [_p(v) for v in out[c]]
         elif pd.api.types.is_float_dtype(out[c]):
+            if c in ("temperature", "fraction", "confidence"):
+                out[c] = ["-" if v is None or math.isnan(v) else f"{v:g}" for v in out[c]]
+                continue
             if c in ("df", "n_seeds", "n_cells"):
                 digits = 0
-            elif c.startswith("ppl") or c.endswith("_pct") or c in ("nfe", "nfe_min", "nfe_max", "F"):
+            elif (
+                c.startswith("ppl")
+                or c.endswith("_pct")
+                or c in ("nfe", "nfe_min", "nfe_max", "F", "remasks_per_sample")
+            ):
                 digits = 1 if c != "F" else 2
             else:
                 digits = 3
