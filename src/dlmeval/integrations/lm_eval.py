@@ -12,9 +12,9 @@ registers the model with lm-eval's registry::
         tasks=["arc_challenge"],
     )
 
-or from the shell (the module's ``__main__`` registers the model, then runs lm-eval's own command line)::
+or from the shell (the module's ``__main__`` registers the model, then runs lm-eval's own command line, 0.4.13: ``run``)::
 
-    python -m dlmeval.integrations.lm_eval --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+    python -m dlmeval.integrations.lm_eval run --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
 
 Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
 ``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
