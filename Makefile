@@ -39,8 +39,8 @@ bench: $(STAMP)
 
 # Reproduce the shipped default diffusion model (about 100 minutes on 2 CPU cores); see MODEL.md.
 train-default: $(STAMP)
-	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 900 --threads 2
-	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 900 --export src/dlmeval/assets/default-dlm
+	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --threads 2
+	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --export src/dlmeval/assets/default-dlm
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

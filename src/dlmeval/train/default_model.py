@@ -2,7 +2,7 @@
 
 Reproduce the shipped weights (about 100 minutes on 2 CPU cores)::
 
-    python -m dlmeval.train.default_model --out runs/default-train --steps 900
+    python -m dlmeval.train.default_model --out runs/default-train --steps 1300
     python -m dlmeval.train.default_model --out runs/default-train --export src/dlmeval/assets/default-dlm
 
 A killed run started again with the same command resumes from its last checkpoint and takes the same steps.
