@@ -230,6 +230,8 @@ class RemaskingSampler:
         default to the prompt's index), so a sample does not depend on the rest of its batch. ``batch_size``
         splits the prompts into length-sorted batches; results come back in input order.
         """
+        if isinstance(prompts, torch.Tensor) and prompts.dim() == 2:
+            prompts = list(prompts)  # [B, P] ids: one prompt per row
         if isinstance(prompts, str | torch.Tensor) or (
             isinstance(prompts, Sequence) and prompts and isinstance(prompts[0], int)
         ):
