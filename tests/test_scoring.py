@@ -67,6 +67,10 @@ def test_balanced_masks_are_complementary_pairs():
     assert np.array_equal(a, ~b)
     assert not (a[0] & a[1]).any()  # the two 0.1-masks are disjoint windows of one permutation
     assert m.hidden[m.rate_index == 9].all()  # t = 1 hides everything
+    # tiling: in one round the masks at 0.1, 0.2, 0.3, 0.4 partition the text (L = 10: 1 + 2 + 3 + 4 tokens)
+    one = balanced_masks(10, 10, 10, np.random.default_rng(1))
+    low = one.hidden[one.rate_index < 4]
+    assert low.sum(axis=1).tolist() == [1, 2, 3, 4] and (low.sum(axis=0) == 1).all()
 
 
 def test_independent_masks_never_empty_and_pll_is_identity():

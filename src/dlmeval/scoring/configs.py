@@ -157,12 +157,20 @@ class PairFormatter:
     def tokens(self, text: str) -> list[int]:
         ids = self._cache.get(text)
         if ids is None:
-            ids = list(self.model.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+            ids = (
+                list(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+                if text
+                else []
+            )
             self._cache[text] = ids
         return ids
 
     def _raw(self, text: str) -> list[int]:
-        return list(self.model.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+        return (
+            list(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+            if text
+            else []
+        )
 
     # ------------------------------------------------------------------ templates
     def _chat_pieces(self, with_source: bool) -> _Template:

@@ -301,13 +301,14 @@ class DiffScorer:
             return f"kind:{RUN_KIND}|model:{ident.name}@{ident.weights_sha256[:8]}|seed:{self.seed}", d
 
     def _check_run(self, run, cfg: str) -> None:
+        """A run must have been opened for this scorer, model, seed and configuration (else results mix)."""
         sig = getattr(run, "signature", None)
-        want = self.run_config(cfg)
-        have = getattr(sig, "config", None)
-        if have is not None and dict(have) != want:
+        if sig is None or not hasattr(sig, "run_id"):
+            return
+        if sig.run_id != self.signature(cfg).run_id:
             raise InputError(
-                f"run {getattr(run, 'run_id', '?')} was opened for another configuration ({have}); "
-                "open it with DiffScorer.open_run(store, config)"
+                f"run {sig.run_id} was opened for another configuration, model or seed "
+                f"({sig.config}); open it with DiffScorer.open_run(store, {cfg!r})"
             )
 
     def _mask_seed_key(self, key: str, cand: str, src: str | None, side: str, user_ids: bool) -> str:
@@ -350,53 +351,58 @@ class DiffScorer:
 
     def _compute(self, cfg, uitems, todo, user_ids, token_scores, run, results) -> None:
         dirs = self._directions(cfg, uitems, todo, user_ids)
-        # rows: (direction index, absolute hidden positions); identical masks of one direction share a row
-        row_dir: list[int] = []
+        # Rows: one masked copy each. Identical rows (same input, same hidden positions) are forwarded once,
+        # within an item (the t=1 masks) and across items (repeated texts, e.g. replicates under other ids).
+        row_seq: list[tuple[int, ...]] = []
         row_pos: list[np.ndarray] = []
-        for d_i, d in enumerate(dirs):
+        row_items: list[set[int]] = []
+        seen: dict[tuple, int] = {}
+        for d in dirs:
             if d.masks is None:
                 continue
             start = d.layout.span(d.side)[0]
-            seen: dict[bytes, int] = {}
             mask_row = np.empty(d.masks.n_masks, dtype=np.int64)
             for m in range(d.masks.n_masks):
                 h = d.masks.hidden[m]
-                b = np.packbits(h).tobytes()
-                r = seen.get(b)
+                key = (d.layout.ids, start, h.shape[0], np.packbits(h).tobytes())
+                r = seen.get(key)
                 if r is None:
-                    r = len(row_dir)
-                    seen[b] = r
-                    row_dir.append(d_i)
+                    r = len(row_seq)
+                    seen[key] = r
+                    row_seq.append(d.layout.ids)
                     row_pos.append(start + np.flatnonzero(h))
+                    row_items.append(set())
+                row_items[r].add(d.item)
                 mask_row[m] = r
             d.mask_row = mask_row
-        lengths = [len(dirs[d].layout.ids) for d in row_dir]
-        row_lp: list[np.ndarray | None] = [None] * len(row_dir)
+        del seen
+        lengths = [len(ids) for ids in row_seq]
+        row_lp: list[np.ndarray | None] = [None] * len(row_seq)
         # rows left per unique item, to write finished items to the run as soon as they complete
         left: dict[int, int] = {}
-        for d in row_dir:
-            left[dirs[d].item] = left.get(dirs[d].item, 0) + 1
+        for its in row_items:
+            for it in its:
+                left[it] = left.get(it, 0) + 1
         by_item: dict[int, list[_Direction]] = {}
         for d in dirs:
             by_item.setdefault(d.item, []).append(d)
         finished = [j for j in todo if left.get(j, 0) == 0]  # items with nothing to score (empty texts)
         self._finish(cfg, finished, by_item, uitems, row_lp, token_scores, run, results)
 
-        self.rows_scored = len(row_dir)
-        with progress_bar("DiffScore", len(row_dir), enabled=self.progress) as bar:
+        self.rows_scored = len(row_seq)
+        with progress_bar("DiffScore", len(row_seq), enabled=self.progress) as bar:
             for batch in length_sorted_batches(
                 lengths, batch_size=self.batch_size, max_tokens=self.max_tokens
             ):
-                seqs = [dirs[row_dir[r]].layout.ids for r in batch]
-                lps = self._forward(seqs, [row_pos[r] for r in batch])
+                lps = self._forward([row_seq[r] for r in batch], [row_pos[r] for r in batch])
                 done_now = []
                 for r, lp in zip(batch, lps, strict=True):
                     row_lp[r] = lp
-                    it = dirs[row_dir[r]].item
-                    left[it] -= 1
-                    if left[it] == 0:
-                        done_now.append(it)
-                self._finish(cfg, done_now, by_item, uitems, row_lp, token_scores, run, results)
+                    for it in row_items[r]:
+                        left[it] -= 1
+                        if left[it] == 0:
+                            done_now.append(it)
+                self._finish(cfg, sorted(done_now), by_item, uitems, row_lp, token_scores, run, results)
                 bar.update(len(batch))
         self._report_truncation(cfg, [results[j] for j in todo], run)
 

@@ -10,12 +10,14 @@ for the standard error). Three schemes:
     number of them. *Exact counts*: a mask at rate ``t_k`` hides exactly ``m_k = clamp(floor(t_k * L + 1/2), 1, L)``
     tokens, so there is no noise from a random mask size (and no empty mask). *Complementary (antithetic) masks*:
     rate ``t_k`` is paired with rate ``1 - t_k`` (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the
-    complement of the j-th mask at ``t_k``. The masks of one rate pair are cyclic windows of one random permutation
-    of the tokens, at evenly spaced offsets (systematic sampling), so within a rate pair every token is hidden
-    exactly the same number of times (once per complementary pair), and the masks of one rate overlap as little
-    as possible. The rate ``t = 1/2`` (T even) is paired with itself (windows at offsets ``0`` and ``L/2``), and
-    ``t = 1`` hides everything. Every single mask at rate ``t_k`` is still a uniformly random ``m_k``-subset, so
-    the expectation is the one of independent exact-count masks; only the variance drops.
+    complement of the j-th mask at ``t_k``, so every complementary pair hides every token exactly once and every
+    token is hidden equally often. *Tiling*: the masks of the rates below 1/2 are cyclic windows laid end to end
+    along one random permutation of the tokens (for T=10 the windows of 0.1, 0.2, 0.3 and 0.4 partition the
+    text), ascending in even rounds and descending in odd ones, so the small, noisy masks of one item never
+    overlap and cancel part of each other's token-sampling noise. The rate 1/2 (T even) takes windows of its own
+    permutation at offsets ``0, L/2, ...`` (two of them are complements) and ``t = 1`` hides everything. Every
+    single mask at rate ``t_k`` is still a uniformly random ``m_k``-subset, so the expectation is that of
+    independent exact-count masks; only the variance drops.
 
 ``independent`` (the paper's estimator, DiffScore section 4.3 / appendix D.5)
     T evenly spaced rates ``t_k = k / T``, K/T masks at each, each token hidden independently with probability
@@ -94,51 +96,61 @@ def _window(perm: np.ndarray, start: int, size: int) -> np.ndarray:
 
 
 def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
-    """Stratified, exact-count, complementary masks (see the module docstring)."""
+    """Stratified, exact-count, complementary, tiled masks (see the module docstring)."""
     _check(length, n_masks, n_rates)
     rates = rate_grid(n_rates)
     counts = masks_per_rate(n_masks, n_rates)
+    sizes = [hidden_count(float(r), length) for r in rates]
+    top = n_rates - 1  # t = 1
+    partner = {a: n_rates - 2 - a for a in range(n_rates - 1)}  # t_b = 1 - t_a (0-based rate indices)
+    low = [a for a in range(n_rates - 1) if partner[a] > a and (counts[a] or counts[partner[a]])]
+    mid = [a for a in range(n_rates - 1) if partner[a] == a and counts[a]]
     per_rate: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(n_rates)]  # (hidden, unit)
     stratum_of_rate = np.zeros(n_rates, dtype=np.int64)
     unit = 0
-    stratum = 0
-    for a in range(n_rates):  # 0-based; rate a pairs with rate b = T - 2 - a (t_b = 1 - t_a), the last is t=1
-        b = n_rates - 2 - a
-        if counts[a] == 0 and (b < 0 or counts[b] == 0):
-            continue
-        if a == n_rates - 1:  # t = 1: everything hidden, no randomness
-            for _ in range(counts[a]):
-                per_rate[a].append((np.ones(length, dtype=bool), unit))
-                unit += 1
-            stratum_of_rate[a] = stratum
-            stratum += 1
-            continue
-        if b < a:  # this rate's pair was built when its partner came up
-            continue
-        perm = rng.permutation(length)
-        m_a = hidden_count(rates[a], length)
-        if b == a:  # t = 1/2 paired with itself: evenly spread windows of one permutation
-            n = counts[a]
-            for j in range(n):  # each window is its own unit (windows of one permutation: conservative SE)
-                per_rate[a].append((_window(perm, (j * length) // n, m_a), unit))
-                unit += 1
+    # Low rates (t < 1/2) are laid end to end along one permutation (a tiling: disjoint windows while their sizes
+    # add up to at most L; a new permutation starts when they would not), their partners are the complements.
+    groups: list[list[int]] = []
+    total = 0
+    for a in low:
+        if groups and total + sizes[a] <= length:
+            groups[-1].append(a)
+            total += sizes[a]
         else:
-            n_a, n_b = int(counts[a]), int(counts[b])
-            complement = length - m_a >= 1
-            m_b = hidden_count(rates[b], length)
-            for j in range(max(n_a, n_b)):
-                if j < n_a:
-                    w = _window(perm, (j * length) // n_a, m_a)
+            groups.append([a])
+            total = sizes[a]
+    for g in groups:
+        perm = rng.permutation(length)
+        rounds = max(max(counts[a], counts[partner[a]]) for a in g)
+        half = -(-rounds // 2)
+        for j in range(rounds):
+            # Round j: ascending rates in even rounds, descending in odd ones, so the small windows of two
+            # consecutive rounds sit at opposite ends; pairs of rounds start at evenly spread offsets.
+            off = ((j // 2) * length) // half
+            for a in g if j % 2 == 0 else g[::-1]:
+                b = partner[a]
+                w = _window(perm, off, sizes[a])
+                if j < counts[a]:
                     per_rate[a].append((w, unit))
-                    if j < n_b:
-                        w_b = ~w if complement else _window(perm, (j * length) // n_b, m_b)
-                        per_rate[b].append((w_b, unit))
-                else:
-                    per_rate[b].append((_window(perm, (j * length) // n_b, m_b), unit))
+                if j < counts[b]:
+                    comp = ~w if length - sizes[a] >= 1 else _window(perm, off, sizes[b])
+                    per_rate[b].append((comp, unit))
+                off += sizes[a]
                 unit += 1
-            stratum_of_rate[b] = stratum
-        stratum_of_rate[a] = stratum
-        stratum += 1
+    for a in mid:  # t = 1/2 paired with itself: evenly spread windows of one permutation, one unit each
+        perm = rng.permutation(length)
+        n = int(counts[a])
+        for j in range(n):
+            per_rate[a].append((_window(perm, (j * length) // n, sizes[a]), unit))
+            unit += 1
+    for _ in range(counts[top]):  # t = 1: everything hidden, no randomness
+        per_rate[top].append((np.ones(length, dtype=bool), unit))
+        unit += 1
+    for s_i, a in enumerate(low):
+        stratum_of_rate[a] = stratum_of_rate[partner[a]] = s_i
+    for s_i, a in enumerate(mid, start=len(low)):
+        stratum_of_rate[a] = s_i
+    stratum_of_rate[top] = len(low) + len(mid)
     hidden, rate_index, units, strata = [], [], [], []
     # Interleave in the round-robin order of the paper (mask j at rate j mod T) so the layout is easy to read.
     taken = np.zeros(n_rates, dtype=np.int64)
