@@ -165,10 +165,34 @@ def test_bad_options():
 
 
 # ---------------------------------------------------------------------------------------------- the suite
-def _opts(**kw):
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory):
+    """A 2-layer BERT encoder directory over the tiny word vocabulary (stands in for MiniLM in the suite tests)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from dlmeval.models.tiny import tiny_tokenizer, tiny_vocab_size
+
+    d = tmp_path_factory.mktemp("tiny-encoder")
+    tiny_tokenizer("bert").save_pretrained(str(d))
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=tiny_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    BertModel(cfg).save_pretrained(str(d))
+    return str(d)
+
+
+def _opts(encoder: str, **kw):
     base = dict(
         dlm="tiny-bert",
         ar="tiny-causal",
+        encoder=encoder,
         n_masks=2,
         n_rates=2,
         bootstrap=20,
@@ -180,10 +204,10 @@ def _opts(**kw):
 
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory, data_root):
+def full_run(tmp_path_factory, data_root, tiny_encoder):
     d = tmp_path_factory.mktemp("suite")
     store = RunStore(d / "runs.sqlite")
-    rep = run_suite(_opts(data_dir=str(data_root)), store, out_dir=d / "out")
+    rep = run_suite(_opts(tiny_encoder, data_dir=str(data_root)), store, out_dir=d / "out")
     return store, rep, d
 
 
@@ -233,11 +257,17 @@ def test_suite_end_to_end_all_benchmarks(full_run):
     assert set(rep.run.tables()) >= {"results", "comparisons", "sum", "mt", "d2t"}
 
 
-def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, monkeypatch):
+def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, monkeypatch, tiny_encoder):
     from dlmeval.protocols import meta_eval
 
-    kw = dict(data_dir=str(data_root), benchmarks=("SummEval", "BAGEL", "gu-en"), limit=3, chunk_size=2)
-    ref = run_suite(_opts(**kw), RunStore(tmp_path / "a.sqlite"))
+    kw = dict(
+        data_dir=str(data_root),
+        benchmarks=("Rank19", "BAGEL", "gu-en"),
+        limit=3,
+        chunk_size=2,
+        families=("lexical", "ar", "diffscore"),
+    )
+    ref = run_suite(_opts(tiny_encoder, **kw), RunStore(tmp_path / "a.sqlite"))
 
     calls = {"n": 0}
     real = meta_eval.Suite._compute_diffscore
@@ -251,9 +281,9 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
     store = RunStore(tmp_path / "b.sqlite")
     monkeypatch.setattr(meta_eval.Suite, "_compute_diffscore", flaky)
     with pytest.raises(KeyboardInterrupt):
-        run_suite(_opts(**kw), store)
+        run_suite(_opts(tiny_encoder, **kw), store)
     monkeypatch.setattr(meta_eval.Suite, "_compute_diffscore", real)
-    again = run_suite(_opts(**kw), store)
+    again = run_suite(_opts(tiny_encoder, **kw), store)
     assert (
         again.timing["units_computed"].sum() < ref.timing["units_computed"].sum()
     )  # only the rest was scored
@@ -262,11 +292,11 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
     for name in ("mt", "sum", "d2t"):
         pd.testing.assert_frame_equal(again.tables[name], ref.tables[name])
     # and a third run computes nothing
-    third = run_suite(_opts(**kw), store)
+    third = run_suite(_opts(tiny_encoder, **kw), store)
     assert third.timing["units_computed"].sum() == 0
 
 
-def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys):
+def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys, tiny_encoder):
     from dlmeval.cli.main import main
 
     out = tmp_path / "out"
@@ -324,10 +354,11 @@ def test_ft_folds_never_train_on_evaluated_documents(data_root):
     assert fold_of(0, "SummEval", "M11", 5) == fold_of(0, "SummEval", "M11", 5)
 
 
-def test_ft_rows_in_the_same_table(tmp_path, data_root):
+def test_ft_rows_in_the_same_table(tmp_path, data_root, tiny_encoder):
     from dlmeval.protocols.meta_eval import FTOptions
 
     opts = _opts(
+        tiny_encoder,
         data_dir=str(data_root),
         benchmarks=("BAGEL",),
         limit=8,
@@ -395,11 +426,13 @@ def test_adversarial_variants(data_root):
     assert abs(len(a.split()) - len(text.split())) <= 2
 
 
-def test_analyses_run_on_tiny_models(tmp_path, data_root):
+def test_analyses_run_on_tiny_models(tmp_path, data_root, tiny_encoder):
     from dlmeval.protocols.diffscore_analyses import run_analysis
     from dlmeval.protocols.meta_eval import Suite
 
-    suite = Suite(_opts(data_dir=str(data_root), limit=20, chunk_size=8), RunStore(tmp_path / "s.sqlite"))
+    suite = Suite(
+        _opts(tiny_encoder, data_dir=str(data_root), limit=20, chunk_size=8), RunStore(tmp_path / "s.sqlite")
+    )
     pos = run_analysis("positional", suite, min_count=3)["positional"]
     assert len(pos) == 2 and (pos["mean_positional_std"] > 0).all()
     d = run_analysis("directional", suite, n_pairs=6)["directional"]

@@ -62,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
     p.add_argument(
+        "--encoder",
+        default=None,
+        metavar="DIR",
+        help="BERT-style encoder directory for the BERTScore/MoverScore-style baselines (default: all-MiniLM-L6-v2)",
+    )
+    p.add_argument(
         "--metrics",
         nargs="+",
         default=None,
@@ -114,6 +120,7 @@ def _options(args):
         families=tuple(families),
         dlm=args.model,
         ar=args.ar_model,
+        encoder=args.encoder,
         fast=args.fast,
         n_masks=args.masks,
         n_rates=args.rates,

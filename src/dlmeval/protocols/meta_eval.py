@@ -89,6 +89,7 @@ class SuiteOptions:
     families: tuple[str, ...] = FAMILIES
     dlm: str = "default"
     ar: str = "default-ar"
+    encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
     fast: bool = False
     n_masks: int | None = None  # default: 20 (5 with fast)
     n_rates: int | None = None  # default: 10 (5 with fast)
@@ -466,7 +467,7 @@ class Suite:
         if self._embedder is None:
             from dlmeval.baselines.embedding import TokenEmbedder
 
-            self._embedder = TokenEmbedder(device=self.opts.device)
+            self._embedder = TokenEmbedder(self.opts.encoder, device=self.opts.device)
         return self._embedder
 
     def has_chat(self, model) -> bool:
