@@ -675,7 +675,7 @@ def test_cli_plan_and_bad_spec(tmp_path, capsys):
 
     assert main(["--json", "care", "care-demo", "--plan"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["cells_per_model"] == 24 and payload["prompts_per_cell"] == 40
+    assert payload["cells_per_model"] == 24 and payload["prompts_per_cell"] == 32
     none32 = next(c for c in payload["cells"] if c["cell"].startswith("webtext|none|s32|"))
     assert none32["nfe_per_sample"] == 32
     bad = tmp_path / "bad.toml"
