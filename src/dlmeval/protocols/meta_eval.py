@@ -657,15 +657,30 @@ class Suite:
         scorer = self.scorer(task, model, cache_key)
         out: dict[str, dict[str, Any]] = {u.uid: {} for u in chunk}
         rows = [frame.iloc[u.rows[0]] for u in chunk]
-        for cfg, _ in diffscore_calls(frame["benchmark"].iat[0], self.opts.all_configs):
-            df = scorer.score(
-                [r["candidate"] for r in rows],
-                None if cfg == "marginal" else [r["cond_source"] for r in rows],
-                config=cfg,
-                item_ids=[u.uid for u in chunk],
-            )
+        name = frame["benchmark"].iat[0]
+        est_log = logging.getLogger("dlmeval.scoring.estimator")
+        for cfg, _ in diffscore_calls(name, self.opts.all_configs):
+            level = est_log.level
+            est_log.setLevel(
+                logging.ERROR
+            )  # truncation notes go to the run (below), not to the console per chunk
+            try:
+                df = scorer.score(
+                    [r["candidate"] for r in rows],
+                    None if cfg == "marginal" else [r["cond_source"] for r in rows],
+                    config=cfg,
+                    item_ids=[u.uid for u in chunk],
+                )
+            finally:
+                est_log.setLevel(level)
             for u, (_, row) in zip(chunk, df.iterrows()):
                 out[u.uid].update(_diffscore_payloads(row, cfg, prefix))
+            if df["warning"].notna().any():
+                comp = self.component("ft" if prefix == "diffscore-ft" else "diffscore")
+                comp.run.warn(
+                    f"{name} {cfg}: texts cut to the model window of {scorer.model.max_length} tokens "
+                    "(each item's 'warning' field says which); the count is the number of chunks with cuts"
+                )
         return out
 
     def score_benchmark(self, name: str, family: str) -> None:
