@@ -41,8 +41,8 @@ def causal():
 
 
 def _sharpened(kind, seed):
-    # float64, and an output head 30x the random init so that predictions are far from uniform and the gradient
-    # is large against the float32 rounding of the log-probabilities (score_positions returns float32)
+    # float64 weights, and an output head 30x the random init so that predictions are far from uniform and the
+    # gradient is large against float32 rounding (RMSNorm and score_positions' log-softmax work in float32)
     m = tiny_model(kind, seed=seed)
     m.module.double()
     with torch.no_grad():
@@ -64,7 +64,7 @@ def _item(model, target="on the red house"):
     return attack_item(model, "the cat sat", target, "i0")
 
 
-def _fd_check(loss_fn, onehot, entries, eps=1e-3):
+def _fd_check(loss_fn, onehot, entries, eps=1e-2):
     """Central differences on the relaxed one-hot matrix, entry by entry, against the autograd gradient."""
     x = onehot.clone().requires_grad_(True)
     (g,) = torch.autograd.grad(loss_fn(x), x)
@@ -75,7 +75,12 @@ def _fd_check(loss_fn, onehot, entries, eps=1e-3):
         minus[k, v] -= eps
         with torch.no_grad():
             fd = (loss_fn(plus).item() - loss_fn(minus).item()) / (2 * eps)
-        assert fd == pytest.approx(g[k, v].item(), rel=1e-2, abs=2e-3 * scale), (k, v, fd, g[k, v].item())
+        assert fd == pytest.approx(g[k, v].item(), rel=1e-2, abs=1e-2 * scale + 1e-4), (
+            k,
+            v,
+            fd,
+            g[k, v].item(),
+        )
     return g
 
 
@@ -173,10 +178,11 @@ def test_run_gcg_deterministic_and_nfe(llada, causal):
 
 
 def test_attack_item_with_template(llada):
-    wrap = lambda u: f"question : {u} answer :"  # noqa: E731
-    it = attack_item(llada, "the cat sat", "on the mat", "q", wrap=wrap)
-    assert llada.decode(list(it.before)) == "question : the cat sat"
-    assert llada.decode(list(it.after)) == "answer :"
+    wrap = lambda u: f"question {u} answer"  # noqa: E731
+    it = attack_item(llada, "the cat sat", "on the red house", "q", wrap=wrap)
+    assert it.before[0] == llada.bos_token_id and llada.decode(list(it.before)) == "question the cat sat"
+    assert llada.decode(list(it.after)) == "answer"
+    assert llada.decode(list(it.target)) == "on the red house"
     with pytest.raises(InputError, match="no tokens"):
         attack_item(llada, "the cat", "", "q")
 
