@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -345,8 +346,9 @@ def _diffscore_payloads(row: pd.Series, cfg: str, prefix: str) -> dict[str, dict
 
 
 class _Timer:
-    def __init__(self):
+    def __init__(self, echo: bool = False):
         self.rows: list[dict[str, Any]] = []
+        self.echo = echo
 
     @contextlib.contextmanager
     def time(self, benchmark: str, family: str, n_outputs: int):
@@ -359,6 +361,13 @@ class _Timer:
             # CPU seconds of the whole process (all threads): a cost measure that a busy machine does not inflate
             rec["cpu_seconds"] = round(time.process_time() - c0, 3)
             self.rows.append(rec)
+            if self.echo:
+                print(
+                    f"[meta-eval] {benchmark} {family}: {n_outputs} outputs, {rec['units_computed']} texts scored, "
+                    f"{rec['seconds']:.1f} s wall, {rec['cpu_seconds']:.1f} s CPU",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def run_chunks(
@@ -428,7 +437,7 @@ class Suite:
         self.store = store
         self.command_line = command_line
         self.benchmarks = opts.resolved_benchmarks()
-        self.timer = _Timer()
+        self.timer = _Timer(echo=opts.progress)
         self.components: dict[str, Component] = {}
         self._dlm = None
         self._ar = None
