@@ -1,0 +1,28 @@
+"""Reports people look at: a self-contained HTML report and the Care leaderboard, built from the run store.
+
+>>> from dlmeval.report import build_report, write_leaderboard
+>>> build_report(RunStore(), None, "report.html")                   # every run in the store
+>>> write_leaderboard(RunStore(), "leaderboard")                     # .html, .md and .csv
+>>> from dlmeval.report import figures                               # the figures, for notebooks
+>>> figures.interaction_plot(run.get_table("mauve_temperature"))     # a matplotlib Figure
+
+Sections are registered renderers keyed by (run kind, table name): see :mod:`dlmeval.report.registry` and
+``docs/report.md`` for the tables and columns each one reads.
+"""
+
+from dlmeval.report.html import build_report, collect, run_figures
+from dlmeval.report.leaderboard import leaderboard_frame, write_leaderboard
+from dlmeval.report.registry import REGISTRY, Omit, Section, register, renderers
+
+__all__ = [
+    "REGISTRY",
+    "Omit",
+    "Section",
+    "build_report",
+    "collect",
+    "leaderboard_frame",
+    "register",
+    "renderers",
+    "run_figures",
+    "write_leaderboard",
+]
