@@ -265,7 +265,6 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
         benchmarks=("Rank19", "BAGEL", "gu-en"),
         limit=3,
         chunk_size=2,
-        families=("lexical", "ar", "diffscore"),
     )
     ref = run_suite(_opts(tiny_encoder, **kw), RunStore(tmp_path / "a.sqlite"))
 

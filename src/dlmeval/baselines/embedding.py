@@ -81,6 +81,11 @@ class TokenEmbedder:
         sha = hashlib.sha256(w.read_bytes()).hexdigest() if w.is_file() else None
         return {"name": self.name, "family": "encoder", "layer": self.layer, "weights_sha256": sha}
 
+    def clear(self) -> None:
+        """Forget cached embeddings (a text's embedding can differ in the last float digits with the batch it was
+        padded in; clearing per unit of work keeps results independent of what was embedded before)."""
+        self._cache.clear()
+
     def _windows(self, text: str) -> list[list[int]]:
         tok = self.tokenizer
         ids = tok(text, add_special_tokens=False)["input_ids"]

@@ -631,6 +631,7 @@ class Suite:
         texts = [
             t for u in chunk for t in (frame["candidate"].iat[u.rows[0]], *frame["targets"].iat[u.rows[0]])
         ]
+        e.clear()  # the chunk's own batches only, so a resumed run embeds exactly as an uninterrupted one
         e.embed(texts)  # one batched pass for the chunk; the metric calls below read the cache
         out = {}
         for u in chunk:
