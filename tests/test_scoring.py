@@ -242,7 +242,7 @@ def test_chat_template_layout():
 
 
 def test_pmi_is_coupled_and_bidir_is_the_mean_of_directions(peaky):
-    s = DiffScorer(peaky, n_masks=6, n_rates=3, seed=4)
+    s = DiffScorer(peaky, n_masks=12, n_rates=3, seed=4)
     pmi = s.score(CANDS, SRCS, config="pmi", token_scores=True)
     cond = s.score(CANDS, SRCS, config="cond")
     marg = s.score(CANDS, config="marginal")  # separate call, no sources: same candidate masks
