@@ -1,0 +1,417 @@
+"""The remasking sampler: exact NFE, schedules, Gumbel sampling, determinism, batch invariance, EOS handling, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from torch import nn
+
+from dlmeval.errors import InputError
+from dlmeval.models import tiny_model
+from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.tiny import tiny_tokenizer
+from dlmeval.sampling import (
+    STRATEGIES,
+    RemaskingSampler,
+    SamplerConfig,
+    gumbel_argmax,
+    linear_schedule,
+    predict_nfe,
+    steps_for_nfe,
+    top_k_mask,
+)
+from dlmeval.sampling.noise import gumbel_noise_width
+
+REMASKING = [s for s, cls in STRATEGIES.items() if cls.remasks]
+
+
+@pytest.fixture(scope="module")
+def llada():
+    return tiny_model("llada")
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return tiny_model("bert")
+
+
+class FixedLogitsLM(DiffusionLM):
+    """A stub whose logits at position i are ``table[i]`` whatever the input (prompt-free sequences)."""
+
+    family = "stub"
+
+    def __init__(self, table: torch.Tensor):
+        tok = tiny_tokenizer("llama")
+        module = nn.Module()
+        module.emb = nn.Embedding(table.shape[1], 2)
+        module.get_input_embeddings = lambda: module.emb
+        super().__init__(
+            module,
+            tok,
+            name="stub",
+            source="test",
+            mask_token_id=tok.mask_token_id,
+            max_length=64,
+            device=torch.device("cpu"),
+            dtype=torch.float32,
+            eos_token_ids=[tok.eos_token_id],
+            pad_token_id=tok.pad_token_id,
+        )
+        self.table = table
+
+    def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        b, n = input_ids.shape
+        return RunOut(logits=self.table[:n].unsqueeze(0).expand(b, n, -1).clone())
+
+
+def _vocab():
+    tok = tiny_tokenizer("llama")
+    return tok, len(tok)
+
+
+# --------------------------------------------------------------------------------------------- schedule / NFE rules
+def test_linear_schedule_matches_llada_split():
+    assert linear_schedule(10, 4) == [3, 3, 2, 2]
+    assert linear_schedule(4, 8) == [1, 1, 1, 1, 0, 0, 0, 0]
+    assert sum(linear_schedule(128, 256)) == 128
+
+
+def test_predict_nfe_hand_computed():
+    # none: one pass per step that unmasks something -> min(steps, L) per block
+    assert predict_nfe(4, 8) == 4
+    assert predict_nfe(128, 256) == 128
+    assert predict_nfe(128, 64) == 64
+    assert predict_nfe(16, 32, block_length=4) == 16  # 4 blocks x min(8, 4)
+    # remasking 50%: L=4, 8 steps -> every step changes something (see the history test below)
+    assert predict_nfe(4, 8, remasks=True, remask_fraction=0.5) == 8
+    # 20% of at most 3 decided tokens floors to 0: it never re-masks and costs what none costs
+    assert predict_nfe(4, 8, remasks=True, remask_fraction=0.2) == 4
+    # a time-conditioned model runs every nominal step
+    assert predict_nfe(4, 8, time_conditioned=True) == 8
+
+
+def test_steps_for_nfe_reaches_target_or_reports_best():
+    assert steps_for_nfe(20, 12, remasks=True, remask_fraction=0.3) == (20, 20)
+    assert steps_for_nfe(8, 12) == (8, 8)
+    # none cannot spend more than L passes: the smallest step count with the most passes
+    assert steps_for_nfe(20, 12) == (12, 12)
+    with pytest.raises(InputError, match="blocks"):
+        steps_for_nfe(2, 12, block_length=4)
+
+
+def test_none_spends_exactly_length_passes_when_steps_exceed_length(llada):
+    for steps, block in [(16, None), (32, None), (40, None), (32, 4)]:
+        cfg = SamplerConfig(length=16, steps=steps, block_length=block, stop_at_eos=False)
+        n0, r0 = llada.nfe, llada.rows_forwarded
+        res = RemaskingSampler(llada, cfg).sample([[], []])  # prompt-free
+        assert res.nfe.tolist() == [16, 16]
+        assert llada.nfe - n0 == 16 == res.nfe_calls
+        assert llada.rows_forwarded - r0 == 32
+        assert res.steps_taken.tolist() == [steps, steps]
+        assert res.history.forwarded.sum(0).tolist() == [16, 16]
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_every_strategy_reports_exactly_the_model_calls_made(bert, strategy):
+    calls = []
+    orig = bert.logits
+
+    def counting(ids, attn=None):
+        calls.append(ids.shape[0])
+        return orig(ids, attn)
+
+    cfg = SamplerConfig(
+        length=12, steps=20, block_length=6, strategy=strategy, remask_fraction=0.3, stop_at_eos=False
+    )
+    sampler = RemaskingSampler(bert, cfg)
+    bert.logits = counting
+    try:
+        n0, r0 = bert.nfe, bert.rows_forwarded
+        res = sampler.sample(["the cat", "a big dog runs", ""], item_ids=["x", "y", "z"])
+    finally:
+        del bert.logits
+    assert res.nfe_calls == len(calls) == bert.nfe - n0
+    assert int(res.nfe.sum()) == sum(calls) == bert.rows_forwarded - r0
+    assert res.history.forwarded.sum(0).tolist() == res.nfe.tolist()
+    expected = predict_nfe(12, 20, block_length=6, remasks=STRATEGIES[strategy].remasks, remask_fraction=0.3)
+    if strategy == "agreement":
+        assert all(n <= expected for n in res.nfe)
+    else:
+        assert res.nfe.tolist() == [expected] * 3
+        assert expected == (20 if STRATEGIES[strategy].remasks else 12)
+    # every row ends fully decided, and the counts add up
+    h = res.history
+    assert (h.unmasked.sum(0) - h.remasked.sum(0)).tolist() == [12, 12, 12]
+    assert (h.changed.sum(2) == h.unmasked + h.remasked).all()
+    assert (res.history.decided_step >= 0).all()
+
+
+def test_remask_history_hand_computed(llada):
+    # L=4, 8 steps, 50%: unmask [1,1,1,2,1,1,1,1], re-mask [0,0,1,1,1,1,1,0] (budget floor(0.5 * decided),
+    # re-masked tokens refilled at the next step, no re-mask at the block's last step)
+    cfg = SamplerConfig(length=4, steps=8, strategy="random", remask_fraction=0.5, stop_at_eos=False)
+    res = RemaskingSampler(llada, cfg).sample([[]])
+    h = res.history
+    assert h.unmasked[:, 0].tolist() == [1, 1, 1, 2, 1, 1, 1, 1]
+    assert h.remasked[:, 0].tolist() == [0, 0, 1, 1, 1, 1, 1, 0]
+    # stable cells = decided before the step and not re-masked: 0+1+1+1+2+2+2+3
+    assert h.stable[:, 0].tolist() == [0, 1, 1, 1, 2, 2, 2, 3]
+    assert res.history.churn()["stable_cells"].tolist() == [12]
+    assert res.nfe.tolist() == [8]
+    none = RemaskingSampler(llada, SamplerConfig(length=4, steps=8, stop_at_eos=False)).sample([[]])
+    assert none.history.churn()["stable_cells"].tolist() == [0 + 1 + 2 + 3]
+    assert none.history.churn()["remasks"].tolist() == [0]
+
+
+def test_time_conditioned_model_runs_every_step():
+    m = tiny_model("llada")
+    m.time_conditioned = True
+    res = RemaskingSampler(m, SamplerConfig(length=4, steps=10, stop_at_eos=False)).sample([[]])
+    assert res.nfe.tolist() == [10] == [res.nfe_predicted]
+
+
+@pytest.mark.parametrize("strategy", ["none", "high_entropy", "running_confidence"])
+def test_compute_matched_mode_spends_the_target(llada, strategy):
+    cfg = SamplerConfig(
+        length=12, steps=None, nfe=20, strategy=strategy, remask_fraction=0.3, stop_at_eos=False
+    )
+    sampler = RemaskingSampler(llada, cfg)
+    res = sampler.sample(["the cat", "one"])
+    assert res.config["nfe"] == 20
+    if strategy == "none":  # at most L passes: reports what it reached
+        assert res.config["steps"] == 12 and res.nfe.tolist() == [12, 12]
+    else:
+        assert res.config["steps"] == 20 and res.nfe.tolist() == [20, 20]
+
+
+# --------------------------------------------------------------------------------------------- randomness
+def test_gumbel_at_vanishing_temperature_is_argmax():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(50, 1000, generator=g) * 3
+    u = torch.rand(50, gumbel_noise_width(1000), generator=g, dtype=torch.float64)
+    assert torch.equal(gumbel_argmax(logits, 1e-6, u), logits.argmax(-1))
+    assert torch.equal(gumbel_argmax(logits, 0.0, None), logits.argmax(-1))
+    # and at a real temperature it does sample: not always the argmax
+    assert not torch.equal(gumbel_argmax(logits, 2.0, u), logits.argmax(-1))
+
+
+def test_sampler_at_vanishing_temperature_equals_argmax(llada):
+    base = dict(length=12, steps=12, block_length=4, strategy="low_confidence", remask_fraction=0.3)
+    greedy = RemaskingSampler(llada, SamplerConfig(**base, temperature=0.0)).sample(["the cat", "a"])
+    tiny_t = RemaskingSampler(llada, SamplerConfig(**base, temperature=1e-7)).sample(["the cat", "a"])
+    assert np.array_equal(greedy.tokens, tiny_t.tokens)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_two_level_gumbel_samples_the_softmax(temperature):
+    # V=7 in chunks of 3 (a remainder chunk of 1): frequencies match softmax(logits / T) (chi-square)
+    logits = torch.tensor([[2.0, 0.5, -1.0, 1.0, 0.0, -3.0, 1.5]])
+    n = 40000
+    g = torch.Generator().manual_seed(1)
+    u = torch.rand(n, gumbel_noise_width(7, 3), generator=g, dtype=torch.float64)
+    draws = gumbel_argmax(logits.expand(n, 7), temperature, u, chunk=3)
+    observed = torch.bincount(draws, minlength=7).numpy()
+    probs = torch.softmax(logits[0].double() / temperature, -1).numpy()
+    expected = probs / probs.sum() * n
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+def test_same_seed_same_sample_other_seed_other_sample(llada):
+    cfg = SamplerConfig(length=12, steps=12, strategy="random", remask_fraction=0.3, temperature=0.8, seed=3)
+    a = RemaskingSampler(llada, cfg).sample(["the cat", "one two"], item_ids=["p", "q"])
+    b = RemaskingSampler(llada, cfg).sample(["the cat", "one two"], item_ids=["p", "q"])
+    c = RemaskingSampler(llada, SamplerConfig(**{**cfg.as_dict(), "seed": 4})).sample(
+        ["the cat", "one two"], item_ids=["p", "q"]
+    )
+    assert np.array_equal(a.tokens, b.tokens) and a.texts == b.texts
+    assert not np.array_equal(a.tokens, c.tokens)
+    assert np.array_equal(a.history.changed, b.history.changed)
+
+
+@pytest.mark.parametrize("kind", ["llada", "bert", "dream"])
+@pytest.mark.parametrize("strategy", ["random", "running_confidence", "origin"])
+def test_a_row_is_the_same_alone_and_in_any_batch(kind, strategy):
+    m = tiny_model(kind)
+    cfg = SamplerConfig(
+        length=10,
+        steps=14,
+        block_length=5,
+        strategy=strategy,
+        remask_fraction=0.3,
+        temperature=0.9,
+        position_temperature=0.5 if strategy == "origin" else 0.0,
+    )
+    prompts = ["the cat sat on the mat", "a", "one two three", ""]
+    ids = ["i0", "i1", "i2", "i3"]
+    sampler = RemaskingSampler(m, cfg)
+    together = sampler.sample(prompts, item_ids=ids)
+    sharded = sampler.sample(prompts, item_ids=ids, batch_size=3)
+    for b in range(4):
+        alone = sampler.sample([prompts[b]], item_ids=[ids[b]])
+        assert np.array_equal(alone.tokens[0], together.tokens[b]), (kind, strategy, b)
+        assert alone.nfe[0] == together.nfe[b] == sharded.nfe[b]
+        assert np.array_equal(sharded.tokens[b], together.tokens[b])
+        assert np.array_equal(alone.history.changed[:, 0], together.history.changed[:, b])
+    assert sharded.texts == together.texts and sharded.item_ids == ids
+
+
+# --------------------------------------------------------------------------------------------- EOS
+def _eos_table():
+    """Position 0: EOS very likely, then token A; position 1: token B fairly likely."""
+    tok, v = _vocab()
+    eos, a, b = tok.eos_token_id, tok.convert_tokens_to_ids("cat"), tok.convert_tokens_to_ids("dog")
+    table = torch.zeros(2, v)
+    table[0, eos], table[0, a] = 10.0, 2.0
+    table[1, b] = 5.0
+    return table, tok, v, eos, a, b
+
+
+def test_eos_suppression_ranks_by_the_suppressed_confidence():
+    table, tok, v, eos, a, b = _eos_table()
+    m = FixedLogitsLM(table)
+    plain = RemaskingSampler(m, SamplerConfig(length=2, steps=2, stop_at_eos=False)).sample([[]])
+    supp = RemaskingSampler(m, SamplerConfig(length=2, steps=2, suppress_eos=True)).sample([[]])
+    # without suppression position 0 (EOS, p ~ 1) is unmasked first
+    assert plain.history.decided_step[0].tolist() == [0, 1]
+    assert plain.tokens[0].tolist() == [eos, b]
+    # with it, position 0's candidate is A with p = e^2 / (e^2 + (V - 3) e^0) once EOS and the mask id are
+    # removed, below position 1's p(B) = e^5 / (e^5 + V - 2): position 1 goes first. (Ranking by the
+    # unsuppressed p(EOS) ~ 1 would have kept position 0 first.)
+    assert supp.history.decided_step[0].tolist() == [1, 0]
+    assert supp.tokens[0].tolist() == [a, b]
+    p_a = math.exp(2) / (math.exp(2) + (v - 3))
+    p_b = math.exp(5) / (math.exp(5) + (v - 2))
+    assert p_a < p_b
+
+
+def test_confidence_seen_by_strategies_is_the_renormalised_probability():
+    table, tok, v, eos, a, b = _eos_table()
+    m = FixedLogitsLM(table)
+    seen = {}
+
+    class Spy(STRATEGIES["none"]):
+        def unmask_scores(self, view):
+            seen.setdefault("conf", view.confidence.clone())  # the first step: both positions masked
+            return view.confidence
+
+    sampler = RemaskingSampler(m, SamplerConfig(length=2, steps=2, suppress_eos=True))
+    sampler.strategy = Spy()
+    sampler.sample([[]])
+    # the mask id and EOS are banned: V - 3 tokens with logit 0 remain beside A (resp. B)
+    want = torch.tensor([math.exp(2) / (math.exp(2) + (v - 3)), math.exp(5) / (math.exp(5) + (v - 3))])
+    torch.testing.assert_close(seen["conf"][0], want, rtol=1e-5, atol=0)
+
+
+def test_stop_at_eos_saves_passes_and_cuts_the_text():
+    tok, v = _vocab()
+    words = ["the", "cat", "<eos>", "dog", "runs", "fast"]
+    table = torch.zeros(6, v)
+    for i, w in enumerate(words):
+        table[i, tok.convert_tokens_to_ids(w)] = 8.0 + (4.0 if w == "<eos>" else 0.0) - 0.1 * i
+    m = FixedLogitsLM(table)
+    pad = tok.pad_token_id
+    # none: block [0,1] in steps 0-1; block [2,3]: EOS (most confident) at step 2 -> text final, stop
+    res = RemaskingSampler(m, SamplerConfig(length=6, steps=6, block_length=2)).sample([[]])
+    assert res.nfe.tolist() == [3] and res.stopped_at_eos.tolist() == [True]
+    assert res.texts == ["the cat"] and res.token_ids == [[tok.convert_tokens_to_ids(w) for w in words[:2]]]
+    assert res.tokens[0, 3:].tolist() == [pad, pad, pad]
+    assert res.steps_taken.tolist() == [3] and res.history.forwarded.shape == (6, 1)
+    # a re-masking strategy stops only at the end of the block (re-masking could still change the text)
+    rem = RemaskingSampler(
+        m, SamplerConfig(length=6, steps=6, block_length=2, strategy="low_confidence", remask_fraction=1.0)
+    ).sample([[]])
+    assert rem.nfe.tolist() == [4] and rem.texts == ["the cat"]
+    full = RemaskingSampler(m, SamplerConfig(length=6, steps=6, block_length=2, stop_at_eos=False)).sample(
+        [[]]
+    )
+    assert full.nfe.tolist() == [6] and full.texts == ["the cat"] and not full.stopped_at_eos[0]
+
+
+# --------------------------------------------------------------------------------------------- pieces and input
+def test_top_k_mask_per_row_counts_ties_and_never():
+    s = torch.tensor([[0.5, 0.9, 0.9, -math.inf], [1.0, float("nan"), 0.0, 2.0]])
+    got = top_k_mask(s, torch.tensor([2, 3]))
+    assert got.tolist() == [[False, True, True, False], [True, False, True, True]]
+    assert top_k_mask(s, torch.tensor([4, 0])).tolist() == [[True, True, True, False], [False] * 4]
+
+
+def test_prompts_are_encoded_without_trailing_eos(bert):
+    sampler = RemaskingSampler(bert, SamplerConfig(length=4, steps=4))
+    ids = sampler.encode_prompt("the cat")
+    assert ids[0] == bert.tokenizer.cls_token_id and ids[-1] != bert.tokenizer.sep_token_id
+    assert sampler.encode_prompt(torch.tensor([5, 6])) == [5, 6]
+    res = sampler.sample("the cat")
+    assert len(res) == 1 and res.prompt_ids == [ids]
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(length=10, block_length=4), "does not divide"),
+        (dict(steps=8, nfe=8), "not both"),
+        (dict(steps=None), "give steps"),
+        (dict(strategy="nope"), "unknown strategy"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(remask_fraction=1.5), r"\[0, 1\]"),
+        (dict(length=8, steps=1, block_length=4), "cannot cover 2 blocks"),
+    ],
+)
+def test_bad_settings_are_rejected_clearly(kw, match):
+    with pytest.raises(InputError, match=match):
+        SamplerConfig(**kw)
+
+
+def test_bad_sample_input_is_rejected_clearly(llada):
+    sampler = RemaskingSampler(llada, SamplerConfig(length=100, steps=100))
+    with pytest.raises(InputError, match="window"):
+        sampler.sample(["the cat " * 20])
+    with pytest.raises(InputError, match="unique"):
+        sampler.sample(["a", "b"], item_ids=["x", "x"])
+    with pytest.raises(InputError, match="no prompts"):
+        sampler.sample([])
+
+
+def test_config_dict_and_records_are_json_ready(llada):
+    res = RemaskingSampler(llada, SamplerConfig(length=6, steps=6, strategy="high_entropy")).sample(["a"])
+    json.dumps(res.records())
+    assert res.config == {**SamplerConfig(length=6, steps=6, strategy="high_entropy").as_dict(), "nfe": None}
+
+
+# --------------------------------------------------------------------------------------------- CLI
+def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path):
+    from dlmeval.cli.main import main
+
+    f = tmp_path / "p.txt"
+    f.write_text("the cat\n\none two\n")
+    rc = main(
+        ["sample", "--model", "tiny-llada", "--prompts", str(f), "--length", "8", "--nfe", "12"]
+        + [
+            "--strategy",
+            "high_entropy",
+            "--remask-fraction",
+            "0.5",
+            "--block-length",
+            "4",
+            "--no-stop-at-eos",
+        ]
+        + ["--json"]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["prompt"] for s in out["samples"]] == ["the cat", "one two"]
+    assert all(s["nfe"] == 12 for s in out["samples"])
+    assert out["config"]["nfe"] == 12 and out["config"]["strategy"] == "high_entropy"
+    assert "kind:sample|model:tiny-llada@" in out["signature"]
+    rc = main(
+        ["sample", "--model", "tiny-bert", "--prompt", "a", "--length", "6", "--steps", "12", "-n", "2"]
+        + ["--suppress-eos"]
+    )
+    text = capsys.readouterr().out
+    assert rc == 0 and "[0:0] nfe=6 steps=12" in text and "[0:1]" in text and "signature: " in text
+    assert main(["sample", "--model", "tiny-bert", "--length", "6"]) == 2
+    assert "--prompt" in capsys.readouterr().err
