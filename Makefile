@@ -23,8 +23,8 @@ demo: $(STAMP)
 	$(BIN)/dlmeval demo
 
 test: $(STAMP)
-	$(BIN)/pytest -q -m "not slow" --timeout 600 $(PYTEST_ARGS)
-	$(BIN)/pytest -q -m slow --timeout 900 $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow" --timeout 600 $(PYTEST_ARGS)
+	$(BIN)/pytest -m slow --timeout 900 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
