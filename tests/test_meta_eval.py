@@ -156,6 +156,8 @@ def test_bad_options():
         SuiteOptions(limit=0).check()
     with pytest.raises(InputError, match="famil"):
         SuiteOptions(families=("bleurt",)).check()
+    with pytest.raises(InputError, match="ar-max-refs"):
+        SuiteOptions(ar_max_refs=0).check()
     assert SuiteOptions(benchmarks=("WMT", "SummEval")).resolved_benchmarks() == (
         "gu-en",
         "kk-en",

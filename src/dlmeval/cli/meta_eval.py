@@ -62,6 +62,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
     p.add_argument(
+        "--ar-max-refs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="AR r->h / h->r: best of the first N distinct references (default: all; SummEval has 11, and "
+        "they dominate the AR cost there)",
+    )
+    p.add_argument(
         "--encoder",
         default=None,
         metavar="DIR",
@@ -121,6 +129,7 @@ def _options(args):
         dlm=args.model,
         ar=args.ar_model,
         encoder=args.encoder,
+        ar_max_refs=args.ar_max_refs,
         fast=args.fast,
         n_masks=args.masks,
         n_rates=args.rates,

@@ -110,6 +110,8 @@ class SuiteOptions:
     data_dir: str | None = None
     chunk_size: int = 32
     ar_batch_size: int = 8
+    # AR reference directions: best of the first N distinct references (None: all)
+    ar_max_refs: int | None = None
     dlm_batch_size: int | None = None
     trust_remote_code: bool = False
     progress: bool = True
@@ -151,6 +153,8 @@ class SuiteOptions:
             raise InputError("confidence must lie in (0, 1) and alpha in (0, 0.5)")
         if self.chunk_size < 1:
             raise InputError("chunk_size must be positive")
+        if self.ar_max_refs is not None and self.ar_max_refs < 1:
+            raise InputError(f"--ar-max-refs must be at least 1, got {self.ar_max_refs}")
         if self.ft and self.ft_options.folds < 2:
             raise InputError(f"DiffScore-FT needs at least 2 folds, got {self.ft_options.folds}")
         self.resolved_benchmarks()
@@ -556,8 +560,13 @@ class Suite:
             from dlmeval.baselines.likelihood import DEFAULT_TEMPLATE
 
             m = self.ar()
-            run = self._open("meta-eval-ar", {"template": DEFAULT_TEMPLATE, "score": "mean-logprob"}, [m])
+            cfg = {"template": DEFAULT_TEMPLATE, "score": "mean-logprob"}
+            if o.ar_max_refs is not None:
+                cfg["max_refs"] = int(o.ar_max_refs)
+            run = self._open("meta-eval-ar", cfg, [m])
             name = m.identity().name
+            if o.ar_max_refs is not None:
+                name += f", best of first {o.ar_max_refs} refs"
             arrows = {
                 "s2h": "s->h",
                 "h2s": "h->s",
@@ -654,7 +663,9 @@ class Suite:
             sc,
             [r["candidate"] for r in rows],
             sources=[r["cond_source"] for r in rows],
-            references=[r["targets"] for r in rows] if any(d in base for d in ("r2h", "h2r", "f")) else None,
+            references=[r["targets"][: self.opts.ar_max_refs] for r in rows]
+            if any(d in base for d in ("r2h", "h2r", "f"))
+            else None,
             directions=base,
         )
         if "sbi" in directions:
