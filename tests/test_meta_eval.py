@@ -247,6 +247,18 @@ def test_suite_end_to_end_all_benchmarks(full_run):
         "lt-en (DARR tau)",
         "avg",
     ]
+    for name in ("mt", "sum", "d2t", "secondary"):  # one row order everywhere: baselines, AR, DiffScore
+        rows = list(rep.tables[name].index)
+        fam = [
+            0
+            if r.startswith(("BLEU", "ROUGE", "METEOR", "BERT", "Mover"))
+            else 1
+            if r.startswith("AR")
+            else 2
+            for r in rows
+        ]
+        assert fam == sorted(fam), (name, rows)
+        assert rows.index(next(r for r in rows if r.startswith("AR (paper mapping)"))) == fam.index(2) - 1
     for name in ("mt", "sum", "d2t", "results", "comparisons", "timing"):
         assert (d / "out" / f"{name}.csv").is_file()
     assert "DARR Kendall-like tau" in (d / "out" / "mt.md").read_text()

@@ -946,7 +946,16 @@ def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out: dict[str, pd.DataFrame] = {}
     if results.empty:
         return out
-    order = list(dict.fromkeys(results["label"]))
+    fam_rank = {f: i for i, f in enumerate((*FAMILIES, "ft"))}
+    tail = [*(f"ar:{d}" for d in AR_DIRECTIONS), "ar:mapped"]
+    tail += [f"{p}:{c}" for p in ("diffscore", "diffscore-ft") for c in (*DIFFSCORE_CONFIGS, "mapped")]
+    met_rank = {m: i for i, m in enumerate((*LEXICAL_METRICS, *EMBEDDING_METRICS, *tail))}
+    firsts = results.drop_duplicates("label")
+    keyed = sorted(
+        zip(firsts["family"], firsts["metric"], firsts["label"]),
+        key=lambda t: (fam_rank.get(t[0], 99), met_rank.get(t[1], 999), t[2]),
+    )
+    order = [lab for _, _, lab in keyed]  # the same row order in every table, whatever benchmark came first
     bench_order = list(BARTSCORE_BENCHMARKS)
 
     def wide(df: pd.DataFrame) -> pd.DataFrame:
