@@ -1,0 +1,190 @@
+"""``dlmeval robust SPEC``: a DLM and an AR model, clean and under every natural-noise condition.
+
+SPEC is a ``.toml`` / ``.yaml`` robustness spec or the name of a shipped one (``robust-demo``, ``robust-paper``,
+``robust-tiny``); see docs/robustness.md and :mod:`dlmeval.protocols.robust`. Every per-item result goes to the
+run store as it is computed; rerunning the same command resumes. Tables go to the store and, as CSV and Markdown
+(plus reliability diagrams), to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+
+from dlmeval.cli.common import emit
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "robust",
+        help="robustness: DLM vs AR under 32 noise conditions, RDI/AURDI, paired tests, calibration",
+        description="Run a robustness spec (or a shipped one: robust-demo, robust-paper, robust-tiny): accuracy "
+        "clean and under every perturbation condition for each DLM/AR pair, RDI and AURDI, the DLM advantage "
+        "rate with a paired bootstrap CI and a Wilcoxon test, calibration (ECE, selective AUROC, reliability "
+        "diagrams), and the optional IPM, D-GCG and linear-probe analyses. Every item goes to the run store; a "
+        "rerun resumes.",
+    )
+    p.add_argument("spec", metavar="SPEC", help="robustness spec (.toml/.yaml) or a shipped spec name")
+    p.add_argument(
+        "--out", default=None, help="directory for CSV/Markdown tables (default: robust-out/<spec name>)"
+    )
+    p.add_argument("--dlm", default=None, help="DLM model spec: replaces the spec's pairs by one pair")
+    p.add_argument("--ar", default=None, help="AR model spec: replaces the spec's pairs by one pair")
+    p.add_argument("--n", type=int, default=None, help="items per task (replaces the spec's values)")
+    p.add_argument(
+        "--conditions",
+        nargs="+",
+        default=None,
+        metavar="KEY",
+        help="perturbation keys to run (e.g. char.keyboard@0.10) instead of the spec's",
+    )
+    p.add_argument(
+        "--perturbation-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="perturbation seeds (spec: usually 1 or 3)",
+    )
+    p.add_argument("--seed", type=int, default=None, help="run seed (replaces the spec's seed)")
+    p.add_argument(
+        "--data-dir", default=None, help="data directory (default: DLMEVAL_DATA or ../shared/data)"
+    )
+    p.add_argument("--plan", action="store_true", help="print what would be evaluated, run nothing")
+    g = p.add_argument_group("runtime")
+    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
+    g.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
+    )
+    g.add_argument(
+        "--allow-download", action="store_true", help="allow fetching models from the Hugging Face hub"
+    )
+    p.set_defaults(func=run)
+
+
+def spec_with_overrides(args):
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.robust import PairSpec, load_spec, parse_spec
+
+    spec = load_spec(args.spec)
+    if args.dlm or args.ar:
+        first = spec.pairs[0]
+        spec = spec.replace(pairs=(PairSpec(args.dlm or first.dlm, args.ar or first.ar, "", first.sampler),))
+    if args.n is not None:
+        if args.n < 1:
+            raise InputError(f"--n must be a positive number of items, got {args.n}")
+        spec = spec.replace(tasks=tuple(dataclasses.replace(t, n=args.n) for t in spec.tasks))
+    if args.conditions:
+        # validated exactly as in a spec file
+        keys = parse_spec(
+            {"tasks": {"arc_challenge": {}}, "conditions": {"keys": list(args.conditions)}}
+        ).conditions
+        spec = spec.replace(conditions=keys)
+    if args.perturbation_seeds:
+        if any(s < 0 for s in args.perturbation_seeds) or len(set(args.perturbation_seeds)) != len(
+            args.perturbation_seeds
+        ):
+            raise InputError("--perturbation-seeds must be distinct non-negative integers")
+        spec = spec.replace(perturbation_seeds=tuple(args.perturbation_seeds))
+    if args.seed is not None:
+        spec = spec.replace(seed=args.seed)
+    return spec
+
+
+def _plan(args, spec) -> int:
+    from dlmeval.protocols.robust import model_entries, plan
+
+    entries, _ = model_entries(spec)
+    cells = plan(spec)
+    per_model = sum(spec.task(t).n for t, _, _, _ in cells)
+    rows = []
+    for t in spec.tasks:
+        gen, steps = t.budget()
+        rows.append(
+            {
+                "task": t.name,
+                "n": t.n,
+                "modes": list(t.modes),
+                "gen_tokens": gen,
+                "steps": steps,
+                "ar_max_new_tokens": t.ar_tokens,
+                "evaluations_per_model_and_mode": t.n
+                * (1 + len(spec.conditions) * len(spec.perturbation_seeds)),
+            }
+        )
+    payload = {
+        "spec": spec.name,
+        "pairs": [{"dlm": p.dlm, "ar": p.ar, "label": p.name} for p in spec.pairs],
+        "models": [{"label": e.label, "role": e.role} for e in entries],
+        "conditions": list(spec.conditions),
+        "perturbation_seeds": list(spec.perturbation_seeds),
+        "tasks": rows,
+        "item_evaluations_per_model": per_model,
+        "item_evaluations_total": per_model * len(entries),
+        "probes": {k: getattr(spec, k).enabled for k in ("ipm", "dgcg", "probes")},
+    }
+    lines = [
+        f"spec {spec.name}: {len(spec.pairs)} pair(s), {len(entries)} model(s), {len(spec.conditions)} conditions "
+        f"x {len(spec.perturbation_seeds)} perturbation seed(s) + clean"
+    ]
+    for r in rows:
+        lines.append(
+            f"  {r['task']}: n={r['n']} modes={','.join(r['modes'])} gen_tokens={r['gen_tokens']} "
+            f"steps={r['steps']} ar_max_new_tokens={r['ar_max_new_tokens']}: "
+            f"{r['evaluations_per_model_and_mode']} item evaluations per model and mode"
+        )
+    lines.append(f"item evaluations in all: {payload['item_evaluations_total']}")
+    lines.append("probes: " + ", ".join(f"{k} {'on' if v else 'off'}" for k, v in payload["probes"].items()))
+    emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlmeval.protocols.robust import markdown, run_robust
+    from dlmeval.store import RunStore, frame_records
+
+    spec = spec_with_overrides(args)
+    if args.plan:
+        return _plan(args, spec)
+    out = args.out or f"robust-out/{spec.name}"
+    quiet = getattr(args, "json", False)
+    echo = None if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    with RunStore(args.store) as store:
+        res = run_robust(
+            spec,
+            store,
+            out_dir=out,
+            device=args.device,
+            dtype=args.dtype,
+            trust_remote_code=args.trust_remote_code,
+            allow_download=args.allow_download,
+            data_dir=args.data_dir,
+            command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
+            progress=not args.no_progress,
+            echo=echo,
+        )
+    payload = {
+        "spec": spec.name,
+        "spec_run": res.spec_run,
+        "model_runs": res.model_runs,
+        "signature": res.signature,
+        "out_dir": str(res.out_dir),
+        "seconds": res.seconds,
+        "warnings": res.warnings,
+        "tables": {k: frame_records(v) for k, v in res.tables.items()},
+    }
+    text = [markdown(name, res.tables[name]) for name in ("summary", "comparison") if name in res.tables]
+    if "calibration" in res.tables:
+        cal = res.tables["calibration"]
+        text.append(markdown("calibration", cal[cal["split"].isin(["clean", "noisy"])]))
+    text.append(f"tables: {res.out_dir}/tables.md (CSV and Markdown per table, reliability diagrams)")
+    text.append(
+        "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; spec {res.spec_run}"
+    )
+    for w in res.warnings:
+        text.append(f"warning: {w}")
+    text.append(f"signature: {res.signature}")
+    emit(args, payload, "\n".join(text))
+    return 0
