@@ -120,7 +120,8 @@ def token_labels(tokenizer: Any, text: str, edits: Sequence[Any], *, shift: int 
     lab = label_offsets(offsets, spans)
     special = {int(t) for t in getattr(tokenizer, "all_special_ids", ())}
     unk = getattr(tokenizer, "unk_token_id", None)
-    special.discard(int(unk) if unk is not None else -1)  # an unknown token stands for real (maybe corrupted) text
+    # an unknown token stands for real (maybe corrupted) text, not a special one
+    special.discard(int(unk) if unk is not None else -1)
     for i, t in enumerate(ids):
         if t in special:
             lab[i] = -1
