@@ -125,7 +125,9 @@ def _title(keys: tuple, names: Sequence[str] = ()) -> str:
 def _legend(ax, **kw) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize=7, frameon=False, **kw)
+        # a fixed corner: loc="best" searches over every data point, slow on large figures
+        kw.setdefault("loc", "upper left")
+        ax.legend(fontsize=7, framealpha=0.75, edgecolor="none", **kw)
 
 
 def _num(s: pd.Series) -> np.ndarray:
@@ -142,7 +144,9 @@ def figure_svg(fig, *, salt: str = "dlmeval") -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     start = text.find("<svg")
-    svg = text[start:]
+    # the RDF metadata block only names vocabularies (purl.org, creativecommons.org): not needed in a page
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", text[start:], flags=re.S)
+    svg = re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", svg)
     # a unique prefix for every id of this figure (glyph and clip-path ids would collide across figures)
     prefix = re.sub(r"[^A-Za-z0-9_-]", "-", salt) + "-"
     ids = set(re.findall(r'\bid="([^"]+)"', svg))
@@ -667,7 +671,7 @@ def rdi_heatmap(conditions: pd.DataFrame) -> Any:
         ax.set_title(_title(key), fontsize=8)
         ax.grid(False)
     if im is not None:
-        fig.colorbar(im, ax=axes, label="RDI = (A_clean - A_r) / A_clean", shrink=0.8)
+        fig.colorbar(im, ax=axes, label="RDI", shrink=0.8)
     return fig
 
 

@@ -6,6 +6,7 @@ Rules (by column name, so every table of every pillar rounds the same quantity t
 * p-values (``p``, ``p_*``, ``*_p``, ``*p_value``) with 3 decimals, ``<0.001`` below that;
 * perplexity, NFE, percentages, seconds and remask counts with 1 decimal;
 * F statistics and t statistics with 2 decimals;
+* settings (unmask temperature, perturbation rate, remask fraction) as given: 0.25, 0.1, 0;
 * everything else (MAUVE, correlations, accuracies, RDI, ECE, gaps, scores) with 3 decimals;
 * a missing value (NaN / None) as an en dash.
 
@@ -55,6 +56,18 @@ _ONE_DECIMAL = re.compile(
     r"^(ppl|nfe|remasks|seconds|wall_s|gen_tokens)|(_pct|_seconds|_ppl|_nfe)$|^pct_|^acceptance_pct"
 )
 _TWO_DECIMALS = {"F", "t", "statistic", "df", "sum_sq", "ratio"}
+#: settings rather than measurements: printed as given (0.25, 0.1, 0), at most 4 decimals
+_SETTINGS = {
+    "temperature",
+    "rate",
+    "fraction",
+    "remask_fraction",
+    "tau",
+    "rho",
+    "confidence",
+    "lower",
+    "upper",
+}
 
 #: column labels with units and protocols; unknown columns keep their name with spaces for underscores
 LABELS: dict[str, str] = {
@@ -163,6 +176,8 @@ def fmt_value(x: Any, column: str = "", digits: int | None = None) -> str:
             return fmt_p(x)
         if digits is None and is_int_column(column) and x == int(x):
             return str(int(x))
+        if digits is None and str(column) in _SETTINGS:
+            return f"{x:.4f}".rstrip("0").rstrip(".") or "0"
         d = decimals(column) if digits is None else digits
         return f"{x:.{d}f}"
     if isinstance(x, list | tuple):
@@ -170,10 +185,16 @@ def fmt_value(x: Any, column: str = "", digits: int | None = None) -> str:
     return str(x)
 
 
+_PREFIXES = (("ppl_", "PPL "), ("mauve_", "MAUVE "), ("nfe_", "NFE "), ("delta_mauve_vs_", "Δ MAUVE vs "))
+
+
 def label(column: Any) -> str:
     s = str(column)
     if s in LABELS:
         return LABELS[s]
+    for pre, lab in _PREFIXES:
+        if s.startswith(pre):
+            return lab + s[len(pre) :]
     return s.replace("_", " ")
 
 
@@ -245,13 +266,15 @@ class TableView:
 
 
 def best_rows(values: pd.Series, how: str) -> set[int]:
-    """Row positions holding the best finite value (ties all count)."""
+    """Row positions holding the best finite value (ties all count; none when every row ties, which says
+    nothing)."""
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     ok = np.isfinite(v)
     if not ok.any():
         return set()
     target = np.nanmax(np.where(ok, v, np.nan)) if how == "max" else np.nanmin(np.where(ok, v, np.nan))
-    return {int(i) for i in np.flatnonzero(ok & np.isclose(v, target, rtol=0, atol=1e-12))}
+    best = {int(i) for i in np.flatnonzero(ok & np.isclose(v, target, rtol=0, atol=1e-12))}
+    return set() if len(best) == int(ok.sum()) and len(best) > 1 else best
 
 
 def table_html(view: TableView) -> str:

@@ -318,9 +318,15 @@ def _run_html(rep: RunReport, report: Report) -> str:
         parts.append(
             '<p class="omitted">Nothing to show: the run stored no table and no result a section can use.</p>'
         )
-    if rep.omitted:
-        items = "; ".join(f"{_e(t)} ({_e(w)})" for t, w in rep.omitted)
+    absent = [t for t, w in rep.omitted if w.startswith("no table `")]
+    other = [(t, w) for t, w in rep.omitted if not w.startswith("no table `")]
+    if other:
+        items = "; ".join(f"{_e(t)} ({_e(w)})" for t, w in other)
         parts.append(f'<p class="omitted">Not shown for this run: {items}.</p>')
+    if absent:
+        parts.append(
+            f'<p class="omitted">Not in this run (it stored no table for them): {_e(", ".join(absent))}.</p>'
+        )
     parts.append("</section>")
     return "\n".join(parts)
 

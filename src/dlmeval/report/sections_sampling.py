@@ -453,7 +453,7 @@ def cell_records(runs) -> pd.DataFrame:
     rows = []
     for run in runs:
         model = run.signature.config.get("model") or (
-            run.signature.models[0].get("name") if run.signature.models else "?"
+            run.signature.models[0].get("name") if run.signature.models else ""
         )
         for rec in results_with_prefix(run, "cell/").values():
             if isinstance(rec, dict):
