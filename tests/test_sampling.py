@@ -40,6 +40,11 @@ def bert():
     return tiny_model("bert")
 
 
+@pytest.fixture(scope="module")
+def dream():
+    return tiny_model("dream")
+
+
 class FixedLogitsLM(DiffusionLM):
     """A stub whose logits at position i are ``table[i]`` whatever the input (prompt-free sequences)."""
 
@@ -233,10 +238,13 @@ def test_same_seed_same_sample_other_seed_other_sample(llada):
     assert np.array_equal(a.history.changed, b.history.changed)
 
 
-@pytest.mark.parametrize("kind", ["llada", "bert", "dream"])
-@pytest.mark.parametrize("strategy", ["random", "running_confidence", "origin"])
-def test_a_row_is_the_same_alone_and_in_any_batch(kind, strategy):
-    m = tiny_model(kind)
+@pytest.mark.parametrize(
+    "kind, strategy",
+    # left padding + random re-masking; right padding + running stats; Dream's shift + drawn positions
+    [("llada", "random"), ("bert", "running_confidence"), ("dream", "origin")],
+)
+def test_a_row_is_the_same_alone_and_in_any_batch(kind, strategy, request):
+    m = request.getfixturevalue(kind)
     cfg = SamplerConfig(
         length=10,
         steps=14,
