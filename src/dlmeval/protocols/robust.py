@@ -731,20 +731,15 @@ def run_robust(
     ``models`` maps a model spec string to an already loaded model (tests, or a model built in code such as the
     untrained default start); other models are loaded from their spec strings.
     """
-    from dlmeval.tasks import get_task
-
     say = echo or (lambda s: None)
     result = RobustResult(spec)
-    items = {}
-    for t in spec.tasks:
-        task = get_task(t.name)
-        items[t.name] = (
-            task.items(path=t.path, limit=t.n) if t.path else task.items(data_dir=data_dir, limit=t.n)
-        )
+    # what one model's probes leave for another's (D-GCG transfer), and each task file read once
+    shared: dict[str, Any] = {"pairs": None, "files": {}, "data_dir": data_dir}
+    items = {t.name: _task_items(shared, t.name, t.path, t.n) for t in spec.tasks}
     entries, pair_labels = model_entries(spec)
+    shared["pairs"] = pair_labels
     records: list[dict] = []
     extras: dict[str, list[dict]] = {"ipm": [], "dgcg": [], "probes": []}
-    shared: dict[str, Any] = {"pairs": pair_labels}  # what one model's probes leave for another's (transfer)
     identities = []
     for entry in entries:
         t0 = time.perf_counter()
@@ -1057,14 +1052,23 @@ def _likelihood_chunk(spec, entry, model, task_name, cond, seed, chunk, state) -
 
 
 # ================================================================================================ hooks
-def _probe_items(spec, probe: ProbeSpec, data_dir):
+def _task_items(shared: dict[str, Any], task_name: str, path: str | None, n: int) -> list:
+    """The first ``n`` items of a task; each file is read once per run (TriviaQA's takes seconds to parse)."""
+    from dlmeval.tasks import get_task
+
+    task = get_task(task_name)
+    key = (task.name, path)
+    if key not in shared["files"]:
+        shared["files"][key] = task.items(path=path) if path else task.items(data_dir=shared["data_dir"])
+    return shared["files"][key][:n]
+
+
+def _probe_items(spec, probe: ProbeSpec, shared):
     from dlmeval.tasks import get_task
 
     task = get_task(probe.task)
     path = next((t.path for t in spec.tasks if t.name == task.name and t.path), None)
-    return task, (
-        task.items(path=path, limit=probe.n) if path else task.items(data_dir=data_dir, limit=probe.n)
-    )
+    return task, _task_items(shared, task.name, path, probe.n)
 
 
 def _hook_unavailable(run, what: str, e: Exception, say) -> list[dict]:
@@ -1132,7 +1136,7 @@ def _ipm(spec, probe: ProbeSpec, entry: ModelEntry, model, run, data_dir, say, s
         return _hook_unavailable(run, "IPM", e, say)
     from dlmeval.tasks import chat_formatter
 
-    task, its = _probe_items(spec, probe, data_dir)
+    task, its = _probe_items(spec, probe, shared)
     opts = probe.kwargs()
     configs = _ipm_configs(opts)
     wrap = chat_formatter(model)
@@ -1254,7 +1258,7 @@ def _dgcg(spec, probe: ProbeSpec, entry: ModelEntry, model, run, data_dir, say, 
         return _hook_unavailable(run, "D-GCG", e, say)
     from dlmeval.tasks import chat_formatter
 
-    task, its = _probe_items(spec, probe, data_dir)
+    task, its = _probe_items(spec, probe, shared)
     opts = probe.kwargs()
     lengths = [int(x) for x in opts.get("suffix_lengths", [8])]
     threshold = float(opts.get("threshold", 0.2))
@@ -1370,7 +1374,7 @@ def _probes(spec, probe: ProbeSpec, entry: ModelEntry, model, run, data_dir, say
     from dlmeval.store.signature import config_hash
     from dlmeval.tasks import chat_formatter
 
-    task, its = _probe_items(spec, probe, data_dir)
+    task, its = _probe_items(spec, probe, shared)
     opts = probe.kwargs()
     split = opts.get("split", "token")
     build = {k: opts[k] for k in ("n_layers", "layers", "balance", "batch_size") if k in opts}
