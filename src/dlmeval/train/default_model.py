@@ -3,9 +3,13 @@
 Reproduce the shipped weights (about 100 minutes on 2 CPU cores)::
 
     python -m dlmeval.train.default_model --out runs/default-train --steps 1300
-    python -m dlmeval.train.default_model --out runs/default-train --export src/dlmeval/assets/default-dlm
+    python -m dlmeval.train.default_model --stage 2 --init-from runs/default-train --out runs/default-train2
+    python -m dlmeval.train.default_model --stage 2 --out runs/default-train2 --export src/dlmeval/assets/default-dlm
 
-A killed run started again with the same command resumes from its last checkpoint and takes the same steps.
+Stage 1 trains the start (MiniLM + fresh tied head) on one cosine schedule; stage 2 starts from stage 1's final
+weights with a fresh optimizer, a lower peak learning rate and another data order (a warm restart: stage 1's
+accuracy was still rising when its learning rate reached the floor). A killed run started again with the same
+command resumes from its last checkpoint and takes the same steps.
 """
 
 from __future__ import annotations
@@ -38,6 +42,18 @@ DEFAULT_RECIPE = dict(
     seed=0,
 )
 
+# Stage 2: a warm restart from stage 1's final weights (fresh AdamW state, new data permutation via the seed).
+STAGE2_RECIPE = dict(
+    DEFAULT_RECIPE,
+    steps=900,
+    lr=1.5e-4,
+    lr_head=4e-4,
+    lr_embeddings=5e-5,
+    warmup=20,
+    seed=1,
+)
+RECIPES = {1: DEFAULT_RECIPE, 2: STAGE2_RECIPE}
+
 
 def build(cfg: TrainConfig, data_root: str | None = None):
     module, tok = build_default_start(seed=cfg.seed)
@@ -58,9 +74,19 @@ def build(cfg: TrainConfig, data_root: str | None = None):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=int, default=DEFAULT_RECIPE["steps"])
-    ap.add_argument("--stop-at", type=int, default=None,
-                    help="stop after this step of the --steps schedule (the LR schedule still spans --steps)")
+    ap.add_argument("--stage", type=int, choices=sorted(RECIPES), default=1, help="which recipe (see above)")
+    ap.add_argument(
+        "--init-from",
+        default=None,
+        help="stage 2: the stage-1 output directory whose checkpoint.pt gives the starting weights",
+    )
+    ap.add_argument("--steps", type=int, default=None, help="schedule length (default: the stage's recipe)")
+    ap.add_argument(
+        "--stop-at",
+        type=int,
+        default=None,
+        help="stop after this step of the --steps schedule (the LR schedule still spans --steps)",
+    )
     ap.add_argument("--data", default=None, help="corpus directory (default: <data dir>/corpus)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument(
@@ -69,9 +95,19 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     if a.threads:
         torch.set_num_threads(a.threads)
-    cfg = TrainConfig(**{**DEFAULT_RECIPE, "steps": a.steps})
+    recipe = {**RECIPES[a.stage], **({"steps": a.steps} if a.steps else {})}
+    cfg = TrainConfig(**recipe)
     t0 = time.time()
     dlm, train, held = build(cfg, a.data)
+    if a.init_from:
+        src = Path(a.init_from) / "checkpoint.pt"
+        if not src.exists():
+            raise SystemExit(f"--init-from: no checkpoint at {src}")
+        # weights only (a restricted load); the optimizer starts fresh. A checkpoint of this run (resume) still
+        # takes precedence inside fit().
+        dlm.module.load_state_dict(torch.load(src, map_location="cpu", weights_only=True)["model"])
+        dlm.invalidate_identity()
+        print(f"initialized from {src}", flush=True)
     print(
         f"train rows {len(train)}, held-out rows {len(held)}, prepared in {time.time() - t0:.1f}s", flush=True
     )
@@ -82,7 +118,9 @@ def main(argv=None) -> None:
         meta = {
             "steps": tr.step,
             "tokens_seen": sum(h["tokens"] for h in tr.history),
-            "recipe": json.dumps({**DEFAULT_RECIPE, "steps": a.steps}),
+            "recipe": json.dumps(recipe),
+            "stage": a.stage,
+            "stages": {str(k): v for k, v in RECIPES.items()},
             "fp32_sha256": state_dict_sha256(dlm.module),
         }
         save_default(dlm.module, Path(a.export), meta=meta)
