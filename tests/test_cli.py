@@ -1,5 +1,9 @@
 import json
+from pathlib import Path
 
+import pytest
+
+from dlmeval.cli.demo import STAGES
 from dlmeval.cli.main import main
 from dlmeval.store import RunStore
 
@@ -63,3 +67,39 @@ def test_quick_demo_records_a_run_with_its_signature(tmp_path, capsys):
         again["run_id"] == stage["run_id"]
         and again["diffscore_prefers_original"] == stage["diffscore_prefers_original"]
     )
+
+
+@pytest.mark.slow
+def test_full_demo_runs_every_pillar_stage_and_reports_them(tmp_path, capsys, monkeypatch):
+    """`dlmeval demo` on the tiny models: every stage stores its runs and the report shows each pillar."""
+    import dlmeval.cli.demo as demo
+
+    # the tiny specs: ARC prompts do not fit the tiny models' 128-token window
+    monkeypatch.setattr(demo, "CARE_SPEC", "care-tiny")
+    monkeypatch.setattr(demo, "ROBUST_SPEC", "robust-tiny")
+    store = tmp_path / "s.sqlite"
+    args = [
+        "--store",
+        str(store),
+        "--json",
+        "--no-progress",
+        "demo",
+        "--dlm",
+        "tiny-bert",
+        "--ar",
+        "tiny-causal",
+    ]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert list(res["stages"]) == ["sentences", *(name for name, _ in STAGES)]
+    kinds = {"meta-eval": "meta-eval", "Care": "care-sweep", "robustness": "robust-spec"}
+    with RunStore(store, must_exist=True) as st:
+        for name, stage in res["stages"].items():
+            run = st.get_run(stage["run_id"])
+            want = next((k for w, k in kinds.items() if name.startswith(w)), "demo")
+            assert run.signature.kind == want and run.signature.short() == stage["signature"]
+            assert all(st.get_run(r).signature.kind for r in stage.get("run_ids", []))
+    html = Path(res["report"]).read_text()
+    for section in ("Scoring", "Sampling", "Robustness"):
+        assert section in html
+    assert "tiny-bert" in html and "<svg" in html

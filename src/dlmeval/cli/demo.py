@@ -99,8 +99,106 @@ def sentence_stage(dlm, ar, store, seed: int, log) -> dict:
     return {"run_id": run.run_id, "signature": run.signature.short(), **summary}
 
 
-# Extra stages: name -> callable(dlm, ar, store, args, out_dir, log) -> dict. Pillars register theirs here.
-STAGES: list[tuple[str, object]] = []
+# the shipped specs the demo's pillar stages run (tests swap in the tiny ones: tiny models have 128-token windows)
+CARE_SPEC = "care-mini"
+ROBUST_SPEC = "robust-mini"
+
+
+def _quiet(args) -> bool:
+    return bool(getattr(args, "json", False) or getattr(args, "no_progress", False))
+
+
+def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
+    """DiffScore-Fast and every baseline against human judgments on the first documents of two BARTScore sets."""
+    from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
+
+    opts = SuiteOptions(
+        benchmarks=("QAGS_XSUM", "SFHOT"),
+        limit=12,
+        dlm=args.dlm,
+        ar=args.ar,
+        fast=True,
+        bootstrap=200,
+        device=args.device,
+        dtype=args.dtype,
+        seed=args.seed,
+        data_dir=getattr(args, "data_dir", None),
+        progress=not _quiet(args),
+    )
+    rep = run_suite(opts, store, out_dir=out / "meta-eval", command_line="dlmeval demo")
+    res = rep.results
+    res = res[res["primary"] & res["value"].notna()] if len(res) else res
+    if len(res):
+        best = res.sort_values("value", ascending=False).iloc[0]
+        log(
+            f"  {len(res)} correlations on {', '.join(opts.benchmarks)} (first {opts.limit} items each); "
+            f"highest: {best['label']} on {best['benchmark']} {best['dimension']} = {best['value']:.3f}"
+        )
+    log(f"  signature: {rep.run.signature.short()}")
+    return {
+        "run_id": rep.run.run_id,
+        "signature": rep.run.signature.short(),
+        "run_ids": list(rep.components.values()),
+    }
+
+
+def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
+    """The Care protocol on the shipped ``care-mini`` spec (2 strategies x 2 seeds, 8 prompts)."""
+    from dlmeval.protocols.care import run_care
+    from dlmeval.protocols.care_spec import load_spec
+
+    spec = load_spec(CARE_SPEC).replace(models=(args.dlm,), evaluator=args.ar)
+    res = run_care(
+        spec,
+        store,
+        out_dir=out / "care",
+        device=args.device,
+        dtype=args.dtype,
+        data_dir=getattr(args, "data_dir", None),
+        command_line="dlmeval demo",
+        progress=not _quiet(args),
+    )
+    lb = res.tables.get("leaderboard")
+    if lb is not None and len(lb):
+        r, h = lb.iloc[0], spec.headline
+        log(
+            f"  MAUVE {h.baseline} {r.get(f'mauve_{h.baseline}', float('nan')):.3f} vs {h.strategy} "
+            f"{r.get(f'mauve_{h.strategy}', float('nan')):.3f} ({spec.generation.n_prompts} prompts: noisy by design)"
+        )
+    log(f"  signature: {res.signature}")
+    return {"run_id": res.sweep_run, "signature": res.signature, "run_ids": list(res.model_runs.values())}
+
+
+def robust_stage(dlm, ar, store, args, out: Path, log) -> dict:
+    """The robustness protocol on the shipped ``robust-mini`` spec (ARC x 3 conditions, IPM, D-GCG, probe)."""
+    from dlmeval.protocols.robust import PairSpec, load_spec, run_robust
+
+    spec = load_spec(ROBUST_SPEC)
+    spec = spec.replace(pairs=(PairSpec(args.dlm, args.ar, label=f"{args.dlm} vs {args.ar}"),))
+    res = run_robust(
+        spec,
+        store,
+        out_dir=out / "robust",
+        device=args.device,
+        dtype=args.dtype,
+        data_dir=getattr(args, "data_dir", None),
+        command_line="dlmeval demo",
+        progress=not _quiet(args),
+        models={args.dlm: dlm, args.ar: ar},
+    )
+    acc = res.tables.get("accuracy")
+    if acc is not None and len(acc):
+        log(f"  {len(acc)} accuracy rows (model x task x mode x condition)")
+    log(f"  signature: {res.signature}")
+    return {"run_id": res.spec_run, "signature": res.signature, "run_ids": list(res.model_runs.values())}
+
+
+# Pillar stages after the sentence stage: (title, callable(dlm, ar, store, args, out_dir, log) -> dict).
+STAGES: list[tuple[str, object]] = [
+    ("meta-evaluation: DiffScore-Fast and baselines vs human judgments (BARTScore subsets)", meta_eval_stage),
+    ("Care: remasking sampler sweep (care-mini spec)", care_stage),
+    ("robustness: default DLM vs default AR on perturbed ARC (robust-mini spec)", robust_stage),
+]
 
 
 def run(args) -> int:
@@ -140,7 +238,10 @@ def run(args) -> int:
     try:
         from dlmeval.report import build_report
 
-        run_ids = [s["run_id"] for s in result["stages"].values() if isinstance(s, dict) and "run_id" in s]
+        run_ids = []
+        for st in result["stages"].values():
+            if isinstance(st, dict):
+                run_ids += [r for r in [st.get("run_id"), *st.get("run_ids", [])] if r]
         path = build_report(store, run_ids=run_ids, out_path=out / "report.html")
         result["report"] = str(path)
         log(f"report written to {Path(path).resolve()}")
