@@ -171,6 +171,20 @@ def test_mauve_self_high_different_low_and_seeded(webtext):
     assert pre.mauve == again.mauve
 
 
+def test_mauve_drops_faiss_clustering_warnings_but_keeps_other_native_stderr(capfd):
+    import os
+
+    from dlmeval.metrics.mauve_metric import _filtered_native_stderr
+
+    x = np.random.default_rng(0).normal(size=(30, 4))
+    mauve_score(None, None, p_features=x, q_features=x + 0.1, num_buckets=3, seed=1)  # 60 points, 3 clusters
+    with _filtered_native_stderr(("WARNING clustering ",)):
+        os.write(2, b"WARNING clustering 58 points to 2 centroids: please provide at least 78\n")
+        os.write(2, b"something else\n")
+    err = capfd.readouterr().err
+    assert "WARNING clustering" not in err and "something else" in err
+
+
 def test_mauve_buckets_and_bad_input():
     assert auto_buckets(5000, 5000) == 500 and auto_buckets(12, 300) == 2 and auto_buckets(64, 70) == 6
     x = np.random.default_rng(0).normal(size=(10, 4))

@@ -3,6 +3,10 @@ pluggable featurizer (see :mod:`dlmeval.metrics.features`)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -101,17 +105,18 @@ def mauve_score(
         raise InputError(f"{k} buckets for only {len(p) + len(q)} texts; lower num_buckets")
     # faiss takes a C int seed and mauve adds up to 5 to it
     kseed = derive_seed(int(seed), "mauve") % (2**31 - 8)
-    out = mauve.compute_mauve(
-        p_features=p,
-        q_features=q,
-        num_buckets=k,
-        kmeans_num_redo=kmeans_num_redo,
-        kmeans_max_iter=kmeans_max_iter,
-        kmeans_explained_var=kmeans_explained_var,
-        mauve_scaling_factor=scaling_factor,
-        seed=kseed,
-        verbose=False,
-    )
+    with _filtered_native_stderr(_FAISS_NOISE):
+        out = mauve.compute_mauve(
+            p_features=p,
+            q_features=q,
+            num_buckets=k,
+            kmeans_num_redo=kmeans_num_redo,
+            kmeans_max_iter=kmeans_max_iter,
+            kmeans_explained_var=kmeans_explained_var,
+            mauve_scaling_factor=scaling_factor,
+            seed=kseed,
+            verbose=False,
+        )
     return MauveResult(
         float(out.mauve),
         float(out.frontier_integral),
@@ -123,3 +128,38 @@ def mauve_score(
         len(q),
         name,
     )
+
+
+# faiss's k-means writes "WARNING clustering N points to K centroids: please provide at least ..." from C++ straight
+# to file descriptor 2 on every call with few texts per bucket (always, at demo sizes); the bucket count is our
+# documented choice, so the line is noise. Python's warnings / logging cannot reach it: the descriptor is swapped
+# for a temporary file during the call and every other line is written back.
+_FAISS_NOISE = ("WARNING clustering ",)
+
+
+@contextlib.contextmanager
+def _filtered_native_stderr(prefixes: tuple[str, ...]):
+    fd = 2  # what native code writes to, whatever Python's sys.stderr is
+    try:
+        os.fstat(fd)
+    except OSError:  # no descriptor 2 at all
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [
+                line
+                for line in tmp.read().decode("utf-8", "replace").splitlines(keepends=True)
+                if not line.startswith(prefixes)
+            ]
+            if kept:
+                os.write(fd, "".join(kept).encode("utf-8"))
