@@ -373,8 +373,22 @@ class DiffusionLM(_TokenizerMixin):
         ``targets`` (``[B, L]`` long; read only where ``positions``) are the tokens to score; when omitted,
         ``logprob`` holds the log of the largest probability. The ``[B, L, V]`` float32 tensor is never built:
         hidden states are gathered at the positions (shifted for Dream-style models) and projected in chunks of
-        ``chunk`` rows. Gradients flow when called outside ``torch.no_grad``.
+        ``chunk`` rows. ``grad=True`` lets gradients flow (to ``inputs_embeds`` or the weights); by default the
+        call runs under ``torch.no_grad`` so that scoring never keeps an autograd graph.
         """
+        if not grad and torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.score_positions(
+                    input_ids,
+                    attention_mask,
+                    positions,
+                    targets,
+                    inputs_embeds=inputs_embeds,
+                    entropy=entropy,
+                    top_k=top_k,
+                    chunk=chunk,
+                    grad=False,
+                )
         b = self._checked(input_ids, inputs_embeds)
         if positions.dtype != torch.bool:
             raise InputError("positions must be a boolean mask [B, L]")

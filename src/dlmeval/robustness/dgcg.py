@@ -220,7 +220,7 @@ def dgcg_loss(
     pos = torch.zeros(1, n, dtype=torch.bool, device=model.device)
     pos[0, cols] = True
     attn = torch.ones(1, n, dtype=torch.long, device=model.device)
-    sc = model.score_positions(None, attn, pos, targets.unsqueeze(0), inputs_embeds=embeds)
+    sc = model.score_positions(None, attn, pos, targets.unsqueeze(0), inputs_embeds=embeds, grad=True)
     return -sc.logprob.sum()
 
 
