@@ -30,8 +30,7 @@ import torch
 
 from dlmeval.data.corpus import load_corpus
 from dlmeval.models.base import length_sorted_batches
-from dlmeval.models.default import build_default_start, load_default
-from dlmeval.models.hf_mlm import HFMaskedLM
+from dlmeval.models.default import default_start_model, load_default
 from dlmeval.seeding import derive_seed, numpy_rng, torch_generator
 from dlmeval.train.diffusion import collate, evaluate_rows, pack_documents, sample_masks
 
@@ -141,16 +140,7 @@ def main() -> None:
     t = time.perf_counter()
     shipped = load_default(directory=Path(a.weights)) if a.weights else load_default()
     load_s = time.perf_counter() - t
-    mod, tok = build_default_start()
-    start = HFMaskedLM(
-        mod.eval(),
-        tok,
-        name="untrained-start",
-        source="MiniLM + fresh head",
-        max_length=512,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-    )
+    start = default_start_model(name="untrained-start")
     held_docs = load_corpus(split="heldout")
     held = pack_documents(shipped, held_docs, 128)[: a.rows]
     train_rows = pack_documents(shipped, load_corpus(split="train"), 128)

@@ -53,24 +53,14 @@ def load_model():
         from dlmeval.models import load_diffusion
 
         return load_diffusion("default", device="cpu"), "default (trained weights)"
-    from dlmeval.models.default import build_default_start
-    from dlmeval.models.hf_mlm import HFMaskedLM
+    from dlmeval.models.default import default_start_model
 
     print(
         "note: the default model's weights are not at src/dlmeval/assets/default-dlm yet; using the untrained "
         "start (MiniLM encoder + fresh tied MLM head). Timing and variance ratios are meaningful; absolute "
         "scores are not."
     )
-    module, tok = build_default_start(seed=0)
-    model = HFMaskedLM(
-        module.eval(),
-        tok,
-        name="default-start",
-        source="build_default_start(seed=0)",
-        max_length=512,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-    )
+    model = default_start_model(seed=0)
     return model, "untrained default start"
 
 

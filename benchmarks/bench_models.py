@@ -32,19 +32,9 @@ def measure(spec: str, batch: int, length: int, reps: int, device: str) -> dict:
         try:
             m = load_diffusion(spec, device=device)
         except Exception as e:  # weights not shipped yet: measure the same architecture untrained
-            from dlmeval.models.default import build_default_start
-            from dlmeval.models.hf_mlm import HFMaskedLM
+            from dlmeval.models.default import default_start_model
 
-            mod, tok = build_default_start()
-            m = HFMaskedLM(
-                mod.eval(),
-                tok,
-                name="default-start",
-                source="untrained",
-                max_length=512,
-                device=torch.device(device),
-                dtype=torch.float32,
-            )
+            m = default_start_model(device=device)
             note = f"untrained start ({type(e).__name__})"
     load_s = time.perf_counter() - t0
     g = torch.Generator().manual_seed(0)

@@ -40,19 +40,9 @@ def load_model():
         from dlmeval.models.registry import load_diffusion
 
         return load_diffusion("default", device="cpu"), "default (shipped weights)"
-    from dlmeval.models.default import build_default_start
-    from dlmeval.models.hf_mlm import HFMaskedLM
+    from dlmeval.models.default import default_start_model
 
-    module, tok = build_default_start()
-    model = HFMaskedLM(
-        module.eval(),
-        tok,
-        name="default-start",
-        source="build_default_start()",
-        max_length=512,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-    )
+    model = default_start_model()
     return model, "default start (untrained head)"
 
 

