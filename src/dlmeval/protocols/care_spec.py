@@ -70,15 +70,23 @@ refused with an :class:`~dlmeval.errors.InputError` naming the key. Layout (ever
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.protocols.spec_io import (
+    as_bool,
+    as_float,
+    as_int,
+    as_list,
+    as_str,
+    as_table,
+    field_names,
+    read_spec,
+    shipped_spec_path,
+)
 
 SOURCES = ("webtext", "lm1b")
 FEATURIZERS = ("minilm", "ar")
@@ -229,75 +237,15 @@ class CareSpec:
 
 
 # ------------------------------------------------------------------------------------------------ parsing
-def _where(ctx: str, key: str) -> str:
-    return f"{ctx}.{key}" if ctx else key
-
-
-def _int(v: Any, where: str, *, minimum: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(f"spec: {where} must be an integer, got {v!r}")
-    if minimum is not None and v < minimum:
-        raise InputError(f"spec: {where} must be at least {minimum}, got {v}")
-    return int(v)
-
-
-def _float(v: Any, where: str, *, lo: float | None = None, hi: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
-        raise InputError(f"spec: {where} must be a number, got {v!r}")
-    v = float(v)
-    if lo is not None and v < lo or hi is not None and v > hi:
-        raise InputError(f"spec: {where} must lie in [{lo}, {hi}], got {v}")
-    return v
-
-
-def _str(v: Any, where: str, choices: tuple[str, ...] | None = None) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise InputError(f"spec: {where} must be a non-empty string, got {v!r}")
-    if choices is not None and v not in choices:
-        raise InputError(f"spec: {where} = {v!r} is not one of {', '.join(choices)}")
-    return v
-
-
-def _list(v: Any, where: str, item, *, allow_empty: bool = False) -> tuple:
-    if isinstance(v, str | int | float) and not isinstance(v, bool):
-        v = [v]  # a scalar is a one-element list
-    if not isinstance(v, list | tuple):
-        raise InputError(f"spec: {where} must be a list, got {v!r}")
-    if not v and not allow_empty:
-        raise InputError(f"spec: {where} must not be empty")
-    out = tuple(item(x, f"{where}[{i}]") for i, x in enumerate(v))
-    if len(set(out)) != len(out):
-        raise InputError(f"spec: {where} repeats a value: {list(out)}")
-    return out
-
-
-def _table(raw: Any, where: str, allowed: set[str]) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InputError(f"spec: [{where}] must be a table of keys, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise InputError(
-            f"spec: unknown key(s) {', '.join(_where(where, k) for k in unknown)}; "
-            f"[{where}] takes {', '.join(sorted(allowed))}"
-        )
-    return dict(raw)
-
-
-def _fields(cls) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
-
-
 def _strategy(v: Any, where: str) -> str:
     from dlmeval.sampling import STRATEGIES
 
-    return _str(v, where, tuple(STRATEGIES))
+    return as_str(v, where, tuple(STRATEGIES))
 
 
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> CareSpec:
     """A :class:`CareSpec` from the parsed TOML/YAML mapping (validated; see the module docstring)."""
-    top = _table(
+    top = as_table(
         raw,
         "",
         {
@@ -314,26 +262,28 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
             "downstream",
         },
     )
-    spec_name = _str(top.get("name", name or "care"), "name")
-    seed = _int(top.get("seed", 0), "seed", minimum=0)
-    preset = _str(top.get("preset", "paper"), "preset", tuple(PRESETS))
+    spec_name = as_str(top.get("name", name or "care"), "name")
+    seed = as_int(top.get("seed", 0), "seed", minimum=0)
+    preset = as_str(top.get("preset", "paper"), "preset", tuple(PRESETS))
 
-    m = _table(top.get("models"), "models", {"diffusion", "evaluator"})
-    models = _list(m.get("diffusion", ["default"]), "models.diffusion", _str)
-    evaluator = _str(m.get("evaluator", "default-ar"), "models.evaluator")
+    m = as_table(top.get("models"), "models", {"diffusion", "evaluator"})
+    models = as_list(m.get("diffusion", ["default"]), "models.diffusion", as_str)
+    evaluator = as_str(m.get("evaluator", "default-ar"), "models.evaluator")
 
-    g = _table(top.get("generation"), "generation", _fields(GenerationSpec))
+    g = as_table(top.get("generation"), "generation", field_names(GenerationSpec))
     g = {**PRESETS[preset], **g}
     gen = GenerationSpec(
-        prefix_tokens=_int(g["prefix_tokens"], "generation.prefix_tokens", minimum=1),
-        gen_tokens=_int(g["gen_tokens"], "generation.gen_tokens", minimum=1),
-        n_prompts=_int(g.get("n_prompts", 100), "generation.n_prompts", minimum=2),
-        sources=_list(g.get("sources", ["webtext"]), "generation.sources", lambda v, w: _str(v, w, SOURCES)),
-        batch_size=_int(g.get("batch_size", 16), "generation.batch_size", minimum=1),
-        block_length=_int(g["block_length"], "generation.block_length", minimum=1)
+        prefix_tokens=as_int(g["prefix_tokens"], "generation.prefix_tokens", minimum=1),
+        gen_tokens=as_int(g["gen_tokens"], "generation.gen_tokens", minimum=1),
+        n_prompts=as_int(g.get("n_prompts", 100), "generation.n_prompts", minimum=2),
+        sources=as_list(
+            g.get("sources", ["webtext"]), "generation.sources", lambda v, w: as_str(v, w, SOURCES)
+        ),
+        batch_size=as_int(g.get("batch_size", 16), "generation.batch_size", minimum=1),
+        block_length=as_int(g["block_length"], "generation.block_length", minimum=1)
         if "block_length" in g
         else None,
-        suppress_eos=_bool(g.get("suppress_eos", False), "generation.suppress_eos"),
+        suppress_eos=as_bool(g.get("suppress_eos", False), "generation.suppress_eos"),
     )
     if gen.block_length is not None and gen.gen_tokens % gen.block_length:
         raise InputError(
@@ -342,61 +292,63 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
 
     if "sweep" not in top:
         raise InputError("spec: a [sweep] table is required (strategies, steps, temperatures, seeds)")
-    s = _table(top["sweep"], "sweep", _fields(SweepSpec))
+    s = as_table(top["sweep"], "sweep", field_names(SweepSpec))
     sweep = SweepSpec(
-        strategies=_list(s.get("strategies", ["none", "high_entropy"]), "sweep.strategies", _strategy),
-        steps=_list(s.get("steps", [128]), "sweep.steps", lambda v, w: _int(v, w, minimum=1)),
-        temperatures=_list(
-            s.get("temperatures", [0.0]), "sweep.temperatures", lambda v, w: _float(v, w, lo=0.0)
+        strategies=as_list(s.get("strategies", ["none", "high_entropy"]), "sweep.strategies", _strategy),
+        steps=as_list(s.get("steps", [128]), "sweep.steps", lambda v, w: as_int(v, w, minimum=1)),
+        temperatures=as_list(
+            s.get("temperatures", [0.0]), "sweep.temperatures", lambda v, w: as_float(v, w, lo=0.0)
         ),
-        seeds=_list(s.get("seeds", [1]), "sweep.seeds", lambda v, w: _int(v, w, minimum=0)),
-        remask_fraction=_float(s.get("remask_fraction", 0.15), "sweep.remask_fraction", lo=0.0, hi=1.0),
+        seeds=as_list(s.get("seeds", [1]), "sweep.seeds", lambda v, w: as_int(v, w, minimum=0)),
+        remask_fraction=as_float(s.get("remask_fraction", 0.15), "sweep.remask_fraction", lo=0.0, hi=1.0),
     )
 
-    c = _table(top.get("compute_matched"), "compute_matched", _fields(MatchedSpec))
+    c = as_table(top.get("compute_matched"), "compute_matched", field_names(MatchedSpec))
     matched = MatchedSpec(
-        nfe=_list(
-            c.get("nfe", []), "compute_matched.nfe", lambda v, w: _int(v, w, minimum=1), allow_empty=True
+        nfe=as_list(
+            c.get("nfe", []), "compute_matched.nfe", lambda v, w: as_int(v, w, minimum=1), allow_empty=True
         ),
-        strategies=_list(
+        strategies=as_list(
             c.get("strategies", list(sweep.strategies)), "compute_matched.strategies", _strategy
         ),
-        temperatures=_list(
-            c.get("temperatures", [0.0]), "compute_matched.temperatures", lambda v, w: _float(v, w, lo=0.0)
+        temperatures=as_list(
+            c.get("temperatures", [0.0]), "compute_matched.temperatures", lambda v, w: as_float(v, w, lo=0.0)
         ),
-        seeds=_list(
-            c.get("seeds", [sweep.seeds[0]]), "compute_matched.seeds", lambda v, w: _int(v, w, minimum=0)
+        seeds=as_list(
+            c.get("seeds", [sweep.seeds[0]]), "compute_matched.seeds", lambda v, w: as_int(v, w, minimum=0)
         ),
     )
 
-    d = _table(top.get("dose_response"), "dose_response", _fields(DoseSpec))
+    d = as_table(top.get("dose_response"), "dose_response", field_names(DoseSpec))
     dose = DoseSpec(
         strategy=_strategy(d.get("strategy", "high_entropy"), "dose_response.strategy"),
-        steps=_int(d.get("steps", max(sweep.steps)), "dose_response.steps", minimum=1),
-        temperature=_float(
+        steps=as_int(d.get("steps", max(sweep.steps)), "dose_response.steps", minimum=1),
+        temperature=as_float(
             d.get("temperature", max(sweep.temperatures)), "dose_response.temperature", lo=0.0
         ),
-        fractions=_list(
+        fractions=as_list(
             d.get("fractions", []),
             "dose_response.fractions",
-            lambda v, w: _float(v, w, lo=0.0, hi=1.0),
+            lambda v, w: as_float(v, w, lo=0.0, hi=1.0),
             allow_empty=True,
         ),
-        seeds=_list(
-            d.get("seeds", [sweep.seeds[0]]), "dose_response.seeds", lambda v, w: _int(v, w, minimum=0)
+        seeds=as_list(
+            d.get("seeds", [sweep.seeds[0]]), "dose_response.seeds", lambda v, w: as_int(v, w, minimum=0)
         ),
     )
 
-    h = _table(top.get("headline"), "headline", _fields(HeadlineSpec))
+    h = as_table(top.get("headline"), "headline", field_names(HeadlineSpec))
     headline = HeadlineSpec(
         baseline=_strategy(h.get("baseline", "none"), "headline.baseline"),
         strategy=_strategy(h.get("strategy", "high_entropy"), "headline.strategy"),
-        steps=_int(h["steps"], "headline.steps", minimum=1) if "steps" in h else None,
-        temperature=_float(h["temperature"], "headline.temperature", lo=0.0) if "temperature" in h else None,
-        bootstrap_resamples=_int(
+        steps=as_int(h["steps"], "headline.steps", minimum=1) if "steps" in h else None,
+        temperature=as_float(h["temperature"], "headline.temperature", lo=0.0)
+        if "temperature" in h
+        else None,
+        bootstrap_resamples=as_int(
             h.get("bootstrap_resamples", 10_000), "headline.bootstrap_resamples", minimum=100
         ),
-        confidence=_float(h.get("confidence", 0.95), "headline.confidence", lo=0.5, hi=0.999),
+        confidence=as_float(h.get("confidence", 0.95), "headline.confidence", lo=0.5, hi=0.999),
     )
     for key, val in (("baseline", headline.baseline), ("strategy", headline.strategy)):
         if val not in sweep.strategies:
@@ -415,53 +367,55 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
             f"{list(sweep.temperatures)}"
         )
 
-    mt = _table(top.get("metrics"), "metrics", _fields(MetricsSpec))
+    mt = as_table(top.get("metrics"), "metrics", field_names(MetricsSpec))
     buckets = mt.get("mauve_buckets", "auto")
     if buckets != "auto":
-        buckets = _int(buckets, "metrics.mauve_buckets", minimum=2)
+        buckets = as_int(buckets, "metrics.mauve_buckets", minimum=2)
     metrics = MetricsSpec(
         featurizer=_featurizer(mt.get("featurizer", "minilm")),
         mauve_buckets=buckets,
-        n_reference=_int(mt.get("n_reference", 500), "metrics.n_reference", minimum=2),
-        reference_words=_int(mt.get("reference_words", 96), "metrics.reference_words", minimum=1),
-        english_filter=_bool(mt.get("english_filter", True), "metrics.english_filter"),
-        self_bleu_max=_int(mt.get("self_bleu_max", 200), "metrics.self_bleu_max", minimum=2),
+        n_reference=as_int(mt.get("n_reference", 500), "metrics.n_reference", minimum=2),
+        reference_words=as_int(mt.get("reference_words", 96), "metrics.reference_words", minimum=1),
+        english_filter=as_bool(mt.get("english_filter", True), "metrics.english_filter"),
+        self_bleu_max=as_int(mt.get("self_bleu_max", 200), "metrics.self_bleu_max", minimum=2),
     )
 
-    ds = _table(top.get("downstream"), "downstream", _fields(DownstreamSpec))
-    he = _table(ds.get("humaneval"), "downstream.humaneval", _fields(HumanEvalSpec))
-    gs = _table(ds.get("gsm8k"), "downstream.gsm8k", _fields(GSM8KSpec))
-    ar = _table(ds.get("arc"), "downstream.arc", _fields(ARCSpec))
+    ds = as_table(top.get("downstream"), "downstream", field_names(DownstreamSpec))
+    he = as_table(ds.get("humaneval"), "downstream.humaneval", field_names(HumanEvalSpec))
+    gs = as_table(ds.get("gsm8k"), "downstream.gsm8k", field_names(GSM8KSpec))
+    ar = as_table(ds.get("arc"), "downstream.arc", field_names(ARCSpec))
     downstream = DownstreamSpec(
-        strategies=_list(ds.get("strategies", list(sweep.strategies)), "downstream.strategies", _strategy),
-        steps=_list(
+        strategies=as_list(ds.get("strategies", list(sweep.strategies)), "downstream.strategies", _strategy),
+        steps=as_list(
             ds.get("steps", [max(sweep.steps)]),
             "downstream.steps",
-            lambda v, w: _int(v, w, minimum=1),
+            lambda v, w: as_int(v, w, minimum=1),
             allow_empty=True,
         ),
-        nfe=_list(ds.get("nfe", []), "downstream.nfe", lambda v, w: _int(v, w, minimum=1), allow_empty=True),
-        temperatures=_list(
-            ds.get("temperatures", [0.0]), "downstream.temperatures", lambda v, w: _float(v, w, lo=0.0)
+        nfe=as_list(
+            ds.get("nfe", []), "downstream.nfe", lambda v, w: as_int(v, w, minimum=1), allow_empty=True
         ),
-        seeds=_list(
-            ds.get("seeds", [sweep.seeds[0]]), "downstream.seeds", lambda v, w: _int(v, w, minimum=0)
+        temperatures=as_list(
+            ds.get("temperatures", [0.0]), "downstream.temperatures", lambda v, w: as_float(v, w, lo=0.0)
+        ),
+        seeds=as_list(
+            ds.get("seeds", [sweep.seeds[0]]), "downstream.seeds", lambda v, w: as_int(v, w, minimum=0)
         ),
         humaneval=HumanEvalSpec(
-            n=_int(he.get("n", 0), "downstream.humaneval.n", minimum=0),
-            gen_tokens=_int(he.get("gen_tokens", 256), "downstream.humaneval.gen_tokens", minimum=1),
-            timeout_s=_float(he.get("timeout_s", 10.0), "downstream.humaneval.timeout_s", lo=0.1),
-            memory_mb=_int(he.get("memory_mb", 1024), "downstream.humaneval.memory_mb", minimum=64),
+            n=as_int(he.get("n", 0), "downstream.humaneval.n", minimum=0),
+            gen_tokens=as_int(he.get("gen_tokens", 256), "downstream.humaneval.gen_tokens", minimum=1),
+            timeout_s=as_float(he.get("timeout_s", 10.0), "downstream.humaneval.timeout_s", lo=0.1),
+            memory_mb=as_int(he.get("memory_mb", 1024), "downstream.humaneval.memory_mb", minimum=64),
         ),
         gsm8k=GSM8KSpec(
-            n=_int(gs.get("n", 0), "downstream.gsm8k.n", minimum=0),
-            shots=_int(gs.get("shots", 4), "downstream.gsm8k.shots", minimum=0),
-            gen_tokens=_int(gs.get("gen_tokens", 256), "downstream.gsm8k.gen_tokens", minimum=1),
+            n=as_int(gs.get("n", 0), "downstream.gsm8k.n", minimum=0),
+            shots=as_int(gs.get("shots", 4), "downstream.gsm8k.shots", minimum=0),
+            gen_tokens=as_int(gs.get("gen_tokens", 256), "downstream.gsm8k.gen_tokens", minimum=1),
         ),
         arc=ARCSpec(
-            n=_int(ar.get("n", 0), "downstream.arc.n", minimum=0),
-            n_masks=_int(ar.get("n_masks", 5), "downstream.arc.n_masks", minimum=1),
-            n_rates=_int(ar.get("n_rates", 5), "downstream.arc.n_rates", minimum=1),
+            n=as_int(ar.get("n", 0), "downstream.arc.n", minimum=0),
+            n_masks=as_int(ar.get("n_masks", 5), "downstream.arc.n_masks", minimum=1),
+            n_rates=as_int(ar.get("n_rates", 5), "downstream.arc.n_rates", minimum=1),
         ),
     )
     if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
@@ -485,7 +439,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
 
 
 def _featurizer(v: Any) -> str:
-    v = _str(v, "metrics.featurizer")
+    v = as_str(v, "metrics.featurizer")
     if v not in FEATURIZERS and not v.startswith(("causal:", "default-ar", "tiny-causal")):
         raise InputError(
             f"spec: metrics.featurizer = {v!r}; use minilm, ar (the evaluator's hidden states) or a causal model "
@@ -494,53 +448,9 @@ def _featurizer(v: Any) -> str:
     return v
 
 
-def _bool(v: Any, where: str) -> bool:
-    if not isinstance(v, bool):
-        raise InputError(f"spec: {where} must be true or false, got {v!r}")
-    return v
-
-
-def shipped_spec_path(name: str) -> Path:
-    """The path of a spec shipped in ``dlmeval/specs`` (``care-demo``, ``care-paper``, ``care-tiny``)."""
-    stem = name[:-5] if name.endswith(".toml") else name
-    res = importlib.resources.files("dlmeval") / "specs" / f"{stem}.toml"
-    return Path(str(res))
-
-
 def load_spec(ref: str | os.PathLike) -> CareSpec:
     """Read a spec from a ``.toml`` / ``.yaml`` / ``.yml`` file, or a shipped spec by name (``care-demo``)."""
-    p = Path(ref)
-    if not p.exists():
-        if isinstance(ref, str) and os.sep not in ref and shipped_spec_path(ref).exists():
-            p = shipped_spec_path(ref)
-        else:
-            raise InputError(
-                f"no spec file {str(ref)!r}; pass a .toml/.yaml path or one of the shipped specs: "
-                f"{', '.join(SHIPPED)}"
-            )
-    suffix = p.suffix.lower()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read spec {p}: {e.strerror or e}") from None
-    if suffix == ".toml":
-        import tomllib
-
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(f"{p}: not valid TOML: {e}") from None
-    elif suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"{p}: not valid YAML: {e}") from None
-    else:
-        raise InputError(f"spec {p} must end in .toml, .yaml or .yml")
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{p}: a spec is a table of keys at the top level")
+    raw, p = read_spec(ref, SHIPPED)
     return parse_spec(raw, path=str(p), name=p.stem)
 
 

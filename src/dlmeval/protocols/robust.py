@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib.resources
 import logging
 import math
 import os
@@ -67,6 +66,17 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
+from dlmeval.protocols.spec_io import (
+    as_bool,
+    as_float,
+    as_int,
+    as_list,
+    as_str,
+    as_table,
+    field_names,
+    read_spec,
+    shipped_spec_path,
+)
 from dlmeval.seeding import derive_seed
 
 log = logging.getLogger("dlmeval.robust")
@@ -293,73 +303,6 @@ def _freeze(v: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------ parsing
-def _where(ctx: str, key: str) -> str:
-    return f"{ctx}.{key}" if ctx else key
-
-
-def _int(v: Any, where: str, *, minimum: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(f"spec: {where} must be an integer, got {v!r}")
-    if minimum is not None and v < minimum:
-        raise InputError(f"spec: {where} must be at least {minimum}, got {v}")
-    return int(v)
-
-
-def _float(v: Any, where: str, *, lo: float | None = None, hi: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
-        raise InputError(f"spec: {where} must be a number, got {v!r}")
-    v = float(v)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise InputError(f"spec: {where} must lie in [{lo}, {hi}], got {v}")
-    return v
-
-
-def _str(v: Any, where: str, choices: Sequence[str] | None = None) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise InputError(f"spec: {where} must be a non-empty string, got {v!r}")
-    if choices is not None and v not in choices:
-        raise InputError(f"spec: {where} = {v!r} is not one of {', '.join(choices)}")
-    return v
-
-
-def _bool(v: Any, where: str) -> bool:
-    if not isinstance(v, bool):
-        raise InputError(f"spec: {where} must be true or false, got {v!r}")
-    return v
-
-
-def _list(v: Any, where: str, item: Callable[[Any, str], Any], *, allow_empty: bool = False) -> tuple:
-    if isinstance(v, str | int | float) and not isinstance(v, bool):
-        v = [v]
-    if not isinstance(v, list | tuple):
-        raise InputError(f"spec: {where} must be a list, got {v!r}")
-    if not v and not allow_empty:
-        raise InputError(f"spec: {where} must not be empty")
-    out = tuple(item(x, f"{where}[{i}]") for i, x in enumerate(v))
-    if len(set(out)) != len(out):
-        raise InputError(f"spec: {where} repeats a value: {list(out)}")
-    return out
-
-
-def _table(raw: Any, where: str, allowed: set[str] | None) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InputError(f"spec: [{where}] must be a table of keys, got {type(raw).__name__}")
-    if allowed is not None:
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise InputError(
-                f"spec: unknown key(s) {', '.join(_where(where, k) for k in unknown)}; "
-                f"[{where}] takes {', '.join(sorted(allowed))}"
-            )
-    return dict(raw)
-
-
-def _fields(cls) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
-
-
 def _condition_keys(c: Mapping[str, Any]) -> tuple[str, ...]:
     from dlmeval.robustness import Perturbation, conditions
 
@@ -369,19 +312,19 @@ def _condition_keys(c: Mapping[str, Any]) -> tuple[str, ...]:
 
         def key(v, w):
             try:
-                return Perturbation.from_key(_str(v, w)).key
+                return Perturbation.from_key(as_str(v, w)).key
             except InputError as e:
                 raise InputError(f"spec: {w}: {e}") from None
 
-        return _list(c["keys"], "conditions.keys", key)
+        return as_list(c["keys"], "conditions.keys", key)
     types = c.get("types", "all")
     if types == "all" or types == ["all"]:
         names = None
     else:
-        names = list(_list(types, "conditions.types", _str))
+        names = list(as_list(types, "conditions.types", as_str))
     rates = None
     if "rates" in c:
-        rates = list(_list(c["rates"], "conditions.rates", lambda v, w: _float(v, w, lo=0.0, hi=1.0)))
+        rates = list(as_list(c["rates"], "conditions.rates", lambda v, w: as_float(v, w, lo=0.0, hi=1.0)))
         if any(r == 0 for r in rates):
             raise InputError("spec: conditions.rates must be > 0 (the clean condition is always run)")
     try:
@@ -393,21 +336,21 @@ def _condition_keys(c: Mapping[str, Any]) -> tuple[str, ...]:
 def _sampler(raw: Mapping[str, Any], where: str, base: SamplerSpec | None = None) -> SamplerSpec:
     from dlmeval.sampling import STRATEGIES
 
-    s = _table(raw, where, _fields(SamplerSpec))
+    s = as_table(raw, where, field_names(SamplerSpec))
     b = base or SamplerSpec()
     bl = s.get("block_length", b.block_length)
     return SamplerSpec(
-        strategy=_str(s.get("strategy", b.strategy), f"{where}.strategy", tuple(STRATEGIES)),
-        block_length=None if bl in (None, 0) else _int(bl, f"{where}.block_length", minimum=1),
-        temperature=_float(s.get("temperature", b.temperature), f"{where}.temperature", lo=0.0),
-        remask_fraction=_float(
+        strategy=as_str(s.get("strategy", b.strategy), f"{where}.strategy", tuple(STRATEGIES)),
+        block_length=None if bl in (None, 0) else as_int(bl, f"{where}.block_length", minimum=1),
+        temperature=as_float(s.get("temperature", b.temperature), f"{where}.temperature", lo=0.0),
+        remask_fraction=as_float(
             s.get("remask_fraction", b.remask_fraction), f"{where}.remask_fraction", lo=0.0, hi=1.0
         ),
-        position_temperature=_float(
+        position_temperature=as_float(
             s.get("position_temperature", b.position_temperature), f"{where}.position_temperature", lo=0.0
         ),
-        suppress_eos=_bool(s.get("suppress_eos", b.suppress_eos), f"{where}.suppress_eos"),
-        batch_size=_int(s.get("batch_size", b.batch_size), f"{where}.batch_size", minimum=1),
+        suppress_eos=as_bool(s.get("suppress_eos", b.suppress_eos), f"{where}.suppress_eos"),
+        batch_size=as_int(s.get("batch_size", b.batch_size), f"{where}.batch_size", minimum=1),
     )
 
 
@@ -430,24 +373,24 @@ PROBE_KEYS = {
 
 
 def _probe(raw: Any, where: str, tasks: Sequence[TaskSpec]) -> ProbeSpec:
-    p = _table(raw, where, {"enabled", "task", "n", "conditions", *PROBE_KEYS[where]})
+    p = as_table(raw, where, {"enabled", "task", "n", "conditions", *PROBE_KEYS[where]})
     if not p:
         return ProbeSpec()
     if where == "ipm":
         _ipm_configs(p)  # validates the variants
     if where == "dgcg":
-        _list(p.get("suffix_lengths", [8]), "dgcg.suffix_lengths", lambda v, w: _int(v, w, minimum=1))
+        as_list(p.get("suffix_lengths", [8]), "dgcg.suffix_lengths", lambda v, w: as_int(v, w, minimum=1))
     names = [t.name for t in tasks]
     from dlmeval.tasks import get_task
 
-    task = get_task(_str(p.pop("task", names[0] if names else "arc_challenge"), f"{where}.task")).name
+    task = get_task(as_str(p.pop("task", names[0] if names else "arc_challenge"), f"{where}.task")).name
     conds: tuple[str, ...] = ()
     if "conditions" in p:
         conds = _condition_keys({"keys": p.pop("conditions")})
     return ProbeSpec(
-        enabled=_bool(p.pop("enabled", True), f"{where}.enabled"),
+        enabled=as_bool(p.pop("enabled", True), f"{where}.enabled"),
         task=task,
-        n=_int(p.pop("n", 20), f"{where}.n", minimum=1),
+        n=as_int(p.pop("n", 20), f"{where}.n", minimum=1),
         conditions=conds,
         options=_freeze(p),
     )
@@ -457,7 +400,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     """A :class:`RobustSpec` from a parsed TOML/YAML mapping (validated; layout in docs/robustness.md)."""
     from dlmeval.tasks import get_task
 
-    top = _table(
+    top = as_table(
         raw,
         "",
         {
@@ -478,19 +421,19 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
             "probes",
         },
     )
-    spec_name = _str(top.get("name", name or "robust"), "name")
-    seed = _int(top.get("seed", 0), "seed", minimum=0)
-    pseeds = _list(
-        top.get("perturbation_seeds", [0]), "perturbation_seeds", lambda v, w: _int(v, w, minimum=0)
+    spec_name = as_str(top.get("name", name or "robust"), "name")
+    seed = as_int(top.get("seed", 0), "seed", minimum=0)
+    pseeds = as_list(
+        top.get("perturbation_seeds", [0]), "perturbation_seeds", lambda v, w: as_int(v, w, minimum=0)
     )
-    scope = _str(top.get("scope", "prompt"), "scope", SCOPES)
+    scope = as_str(top.get("scope", "prompt"), "scope", SCOPES)
 
     dlm = _sampler(top.get("dlm"), "dlm")
-    a = _table(top.get("ar"), "ar", _fields(ARGenSpec))
+    a = as_table(top.get("ar"), "ar", field_names(ARGenSpec))
     ar = ARGenSpec(
-        temperature=_float(a.get("temperature", 0.0), "ar.temperature", lo=0.0),
-        top_p=_float(a.get("top_p", 1.0), "ar.top_p", lo=1e-6, hi=1.0),
-        batch_size=_int(a.get("batch_size", 8), "ar.batch_size", minimum=1),
+        temperature=as_float(a.get("temperature", 0.0), "ar.temperature", lo=0.0),
+        top_p=as_float(a.get("top_p", 1.0), "ar.top_p", lo=1e-6, hi=1.0),
+        batch_size=as_int(a.get("batch_size", 8), "ar.batch_size", minimum=1),
     )
 
     raw_pairs = top.get("pairs", [{"dlm": "default", "ar": "default-ar"}])
@@ -501,46 +444,46 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     pairs = []
     for i, rp in enumerate(raw_pairs):
         w = f"pairs[{i}]"
-        p = _table(rp, w, {"dlm", "ar", "label", "sampler"})
+        p = as_table(rp, w, {"dlm", "ar", "label", "sampler"})
         for k in ("dlm", "ar"):
             if k not in p:
                 raise InputError(f"spec: {w} needs a {k} model spec")
-        sampler = _table(p.get("sampler"), f"{w}.sampler", _fields(SamplerSpec) - {"batch_size"})
+        sampler = as_table(p.get("sampler"), f"{w}.sampler", field_names(SamplerSpec) - {"batch_size"})
         _sampler(sampler, f"{w}.sampler", dlm)  # validates
         pairs.append(
             PairSpec(
-                _str(p["dlm"], f"{w}.dlm"),
-                _str(p["ar"], f"{w}.ar"),
-                _str(p["label"], f"{w}.label") if "label" in p else "",
+                as_str(p["dlm"], f"{w}.dlm"),
+                as_str(p["ar"], f"{w}.ar"),
+                as_str(p["label"], f"{w}.label") if "label" in p else "",
                 tuple(sorted(sampler.items())),
             )
         )
     if len({p.name for p in pairs}) != len(pairs):
         raise InputError("spec: two pairs have the same label (or the same models); give each a label")
 
-    conds = _condition_keys(_table(top.get("conditions"), "conditions", {"types", "rates", "keys"}))
+    conds = _condition_keys(as_table(top.get("conditions"), "conditions", {"types", "rates", "keys"}))
 
-    raw_tasks = _table(top.get("tasks"), "tasks", None)
+    raw_tasks = as_table(top.get("tasks"), "tasks", None)
     if not raw_tasks:
         raise InputError("spec: a [tasks.<name>] table is needed (arc_challenge, gsm8k, triviaqa)")
     tasks = []
     for tname, traw in raw_tasks.items():
         task = get_task(tname)
         w = f"tasks.{tname}"
-        t = _table(traw, w, _fields(TaskSpec) - {"name"})
-        modes = _list(t.get("modes", ["generation"]), f"{w}.modes", lambda v, ww: _str(v, ww, MODES))
+        t = as_table(traw, w, field_names(TaskSpec) - {"name"})
+        modes = as_list(t.get("modes", ["generation"]), f"{w}.modes", lambda v, ww: as_str(v, ww, MODES))
         if "likelihood" in modes and not hasattr(task, "choice_request"):
             raise InputError(f"spec: {w}: likelihood mode needs a multiple-choice task (arc_challenge)")
         ts = TaskSpec(
             name=task.name,
-            n=_int(t.get("n", 200), f"{w}.n", minimum=1),
+            n=as_int(t.get("n", 200), f"{w}.n", minimum=1),
             modes=modes,
-            gen_tokens=_int(t["gen_tokens"], f"{w}.gen_tokens", minimum=1) if "gen_tokens" in t else None,
-            steps=_int(t["steps"], f"{w}.steps", minimum=1) if "steps" in t else None,
-            max_new_tokens=_int(t["max_new_tokens"], f"{w}.max_new_tokens", minimum=1)
+            gen_tokens=as_int(t["gen_tokens"], f"{w}.gen_tokens", minimum=1) if "gen_tokens" in t else None,
+            steps=as_int(t["steps"], f"{w}.steps", minimum=1) if "steps" in t else None,
+            max_new_tokens=as_int(t["max_new_tokens"], f"{w}.max_new_tokens", minimum=1)
             if "max_new_tokens" in t
             else None,
-            path=_str(t["path"], f"{w}.path") if "path" in t else None,
+            path=as_str(t["path"], f"{w}.path") if "path" in t else None,
         )
         gen, steps = ts.budget()
         for p in pairs:
@@ -554,33 +497,33 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     if len({t.name for t in tasks}) != len(tasks):
         raise InputError("spec: a task appears twice (aliases such as arc and arc_challenge are one task)")
 
-    lk = _table(top.get("likelihood"), "likelihood", _fields(LikelihoodSpec))
+    lk = as_table(top.get("likelihood"), "likelihood", field_names(LikelihoodSpec))
     from dlmeval.scoring.estimator import WEIGHTINGS
     from dlmeval.scoring.masks import SCHEMES
 
     likelihood = LikelihoodSpec(
-        n_masks=_int(lk.get("n_masks", 5), "likelihood.n_masks", minimum=1),
-        n_rates=_int(lk.get("n_rates", 5), "likelihood.n_rates", minimum=1),
-        scheme=_str(lk.get("scheme", "balanced"), "likelihood.scheme", tuple(SCHEMES)),
-        weighting=_str(lk.get("weighting", "mlp"), "likelihood.weighting", WEIGHTINGS),
-        ar_aggregate=_str(lk.get("ar_aggregate", "mean"), "likelihood.ar_aggregate", ("mean", "sum")),
+        n_masks=as_int(lk.get("n_masks", 5), "likelihood.n_masks", minimum=1),
+        n_rates=as_int(lk.get("n_rates", 5), "likelihood.n_rates", minimum=1),
+        scheme=as_str(lk.get("scheme", "balanced"), "likelihood.scheme", tuple(SCHEMES)),
+        weighting=as_str(lk.get("weighting", "mlp"), "likelihood.weighting", WEIGHTINGS),
+        ar_aggregate=as_str(lk.get("ar_aggregate", "mean"), "likelihood.ar_aggregate", ("mean", "sum")),
     )
-    c = _table(top.get("calibration"), "calibration", _fields(CalibrationSpec))
+    c = as_table(top.get("calibration"), "calibration", field_names(CalibrationSpec))
     calib = CalibrationSpec(
-        n_bins=_int(c.get("n_bins", 15), "calibration.n_bins", minimum=1),
-        commit_top_k=_int(c.get("commit_top_k", 32), "calibration.commit_top_k", minimum=1),
-        plots=_bool(c.get("plots", True), "calibration.plots"),
+        n_bins=as_int(c.get("n_bins", 15), "calibration.n_bins", minimum=1),
+        commit_top_k=as_int(c.get("commit_top_k", 32), "calibration.commit_top_k", minimum=1),
+        plots=as_bool(c.get("plots", True), "calibration.plots"),
     )
-    s = _table(top.get("stats"), "stats", _fields(StatsSpec))
+    s = as_table(top.get("stats"), "stats", field_names(StatsSpec))
     from dlmeval.robustness.metrics import AURDI_RULES
 
     stats = StatsSpec(
-        bootstrap_resamples=_int(
+        bootstrap_resamples=as_int(
             s.get("bootstrap_resamples", 10_000), "stats.bootstrap_resamples", minimum=100
         ),
-        confidence=_float(s.get("confidence", 0.95), "stats.confidence", lo=0.5, hi=0.999),
-        alpha=_float(s.get("alpha", 0.05), "stats.alpha", lo=1e-6, hi=0.5),
-        aurdi_rule=_str(s.get("aurdi_rule", "riemann"), "stats.aurdi_rule", AURDI_RULES),
+        confidence=as_float(s.get("confidence", 0.95), "stats.confidence", lo=0.5, hi=0.999),
+        alpha=as_float(s.get("alpha", 0.05), "stats.alpha", lo=1e-6, hi=0.5),
+        aurdi_rule=as_str(s.get("aurdi_rule", "riemann"), "stats.aurdi_rule", AURDI_RULES),
     )
     return RobustSpec(
         name=spec_name,
@@ -602,46 +545,9 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     )
 
 
-def shipped_spec_path(name: str) -> Path:
-    """The path of a spec shipped in ``dlmeval/specs`` (``robust-demo``, ``robust-paper``, ``robust-tiny``)."""
-    stem = name[:-5] if name.endswith(".toml") else name
-    return Path(str(importlib.resources.files("dlmeval") / "specs" / f"{stem}.toml"))
-
-
 def load_spec(ref: str | os.PathLike) -> RobustSpec:
     """Read a spec from a ``.toml`` / ``.yaml`` / ``.yml`` file, or a shipped spec by name (``robust-demo``)."""
-    p = Path(ref)
-    if not p.exists():
-        if isinstance(ref, str) and os.sep not in ref and shipped_spec_path(ref).exists():
-            p = shipped_spec_path(ref)
-        else:
-            raise InputError(
-                f"no spec file {str(ref)!r}; pass a .toml/.yaml path or one of the shipped specs: "
-                f"{', '.join(SHIPPED)}"
-            )
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read spec {p}: {e.strerror or e}") from None
-    suffix = p.suffix.lower()
-    if suffix == ".toml":
-        import tomllib
-
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(f"{p}: not valid TOML: {e}") from None
-    elif suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"{p}: not valid YAML: {e}") from None
-    else:
-        raise InputError(f"spec {p} must end in .toml, .yaml or .yml")
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{p}: a spec is a table of keys at the top level")
+    raw, p = read_spec(ref, SHIPPED)
     return parse_spec(raw, path=str(p), name=p.stem)
 
 
