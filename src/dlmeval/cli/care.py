@@ -8,10 +8,8 @@ generations and cells are read back from the store.
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
-from dlmeval.cli.common import emit
+from dlmeval.cli.common import emit, protocol_kwargs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -124,22 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         return _plan(args, spec)
     out = args.out or f"care-out/{spec.name}"
-    quiet = getattr(args, "json", False)
-    echo = None if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     with RunStore(args.store) as store:
-        res = run_care(
-            spec,
-            store,
-            out_dir=out,
-            device=args.device,
-            dtype=args.dtype,
-            trust_remote_code=args.trust_remote_code,
-            allow_download=args.allow_download,
-            data_dir=args.data_dir,
-            command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
-            progress=not args.no_progress,
-            echo=echo,
-        )
+        res = run_care(spec, store, out_dir=out, **protocol_kwargs(args))
     from dlmeval.store import frame_records
 
     payload = {

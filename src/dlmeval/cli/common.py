@@ -43,6 +43,22 @@ def model_kwargs(args) -> dict[str, Any]:
     }
 
 
+def protocol_kwargs(args) -> dict[str, Any]:
+    """What a protocol runner (``run_care``, ``run_robust``) takes from the command line: the model settings, the
+    data directory, the command line for the run record, progress bars, and progress lines on stderr (none with
+    --json)."""
+    import shlex
+
+    quiet = getattr(args, "json", False)
+    return {
+        **model_kwargs(args),
+        "data_dir": args.data_dir,
+        "command_line": shlex.join(["dlmeval", *sys.argv[1:]]),
+        "progress": not args.no_progress,
+        "echo": None if quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
+    }
+
+
 def emit(args, payload: Any, text: str | None = None) -> None:
     """JSON on stdout with --json, else the human text."""
     if getattr(args, "json", False):

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
-import sys
 
-from dlmeval.cli.common import emit
+from dlmeval.cli.common import emit, protocol_kwargs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -149,22 +147,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         return _plan(args, spec)
     out = args.out or f"robust-out/{spec.name}"
-    quiet = getattr(args, "json", False)
-    echo = None if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     with RunStore(args.store) as store:
-        res = run_robust(
-            spec,
-            store,
-            out_dir=out,
-            device=args.device,
-            dtype=args.dtype,
-            trust_remote_code=args.trust_remote_code,
-            allow_download=args.allow_download,
-            data_dir=args.data_dir,
-            command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
-            progress=not args.no_progress,
-            echo=echo,
-        )
+        res = run_robust(spec, store, out_dir=out, **protocol_kwargs(args))
     payload = {
         "spec": spec.name,
         "spec_run": res.spec_run,
