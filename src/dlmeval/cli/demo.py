@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dlmeval.cli.common import add_runtime_args, emit
+from dlmeval.cli.common import add_runtime_args, emit, model_kwargs
 
 SENTENCES = [
     "The committee approved the new budget after a long debate on Tuesday.",
@@ -104,8 +104,13 @@ CARE_SPEC = "care-mini"
 ROBUST_SPEC = "robust-mini"
 
 
-def _quiet(args) -> bool:
-    return bool(getattr(args, "json", False) or getattr(args, "no_progress", False))
+def _runner_kwargs(args) -> dict:
+    """The model settings (``--trust-remote-code`` included) and progress bars for a protocol runner."""
+    return {
+        **model_kwargs(args),
+        "command_line": "dlmeval demo",
+        "progress": not (args.json or args.no_progress),
+    }
 
 
 def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
@@ -122,9 +127,9 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         bootstrap=200,
         device=args.device,
         dtype=args.dtype,
+        trust_remote_code=args.trust_remote_code,
         seed=args.seed,
-        data_dir=getattr(args, "data_dir", None),
-        progress=not _quiet(args),
+        progress=not (args.json or args.no_progress),
     )
     rep = run_suite(opts, store, out_dir=out / "meta-eval", command_line="dlmeval demo")
     res = rep.results
@@ -149,16 +154,7 @@ def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
     from dlmeval.protocols.care_spec import load_spec
 
     spec = load_spec(CARE_SPEC).replace(models=(args.dlm,), evaluator=args.ar)
-    res = run_care(
-        spec,
-        store,
-        out_dir=out / "care",
-        device=args.device,
-        dtype=args.dtype,
-        data_dir=getattr(args, "data_dir", None),
-        command_line="dlmeval demo",
-        progress=not _quiet(args),
-    )
+    res = run_care(spec, store, out_dir=out / "care", **_runner_kwargs(args))
     lb = res.tables.get("leaderboard")
     if lb is not None and len(lb):
         r, h = lb.iloc[0], spec.headline
@@ -171,7 +167,7 @@ def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
 
 
 def robust_stage(dlm, ar, store, args, out: Path, log) -> dict:
-    """The robustness protocol on the shipped ``robust-mini`` spec (ARC x 3 conditions, IPM, D-GCG, probe)."""
+    """The robustness protocol on the shipped ``robust-mini`` spec (10 ARC items x 2 conditions, IPM, D-GCG, probe)."""
     from dlmeval.protocols.robust import PairSpec, load_spec, run_robust
 
     spec = load_spec(ROBUST_SPEC)
@@ -180,12 +176,8 @@ def robust_stage(dlm, ar, store, args, out: Path, log) -> dict:
         spec,
         store,
         out_dir=out / "robust",
-        device=args.device,
-        dtype=args.dtype,
-        data_dir=getattr(args, "data_dir", None),
-        command_line="dlmeval demo",
-        progress=not _quiet(args),
         models={args.dlm: dlm, args.ar: ar},
+        **_runner_kwargs(args),
     )
     acc = res.tables.get("accuracy")
     if acc is not None and len(acc):
@@ -209,23 +201,15 @@ def run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    lines: list[str] = []
 
     def log(s: str) -> None:
-        lines.append(s)
         if not args.json:
             print(s, flush=True)
 
     store = RunStore(args.store)
     log(f"dlmeval demo: run store {store.path}")
-    dlm = load_diffusion(
-        args.dlm,
-        device=args.device,
-        dtype=args.dtype,
-        trust_remote_code=args.trust_remote_code,
-        allow_download=args.allow_download,
-    )
-    ar = load_causal_lm(args.ar, device=args.device, dtype=args.dtype, allow_download=args.allow_download)
+    dlm = load_diffusion(args.dlm, **model_kwargs(args))
+    ar = load_causal_lm(args.ar, **model_kwargs(args))
     for m in (dlm, ar):
         i = m.identity()
         log(f"  loaded {i.name} ({i.family}, {i.dtype}, {i.device}) weights sha256 {i.weights_sha256[:12]}")
