@@ -2,8 +2,9 @@
 
 The model has a realistic per-call cost: the shipped default diffusion LM when its weights exist, else its
 untrained start point (MiniLM-L6 encoder + tied 30k-vocabulary MLM head), wrapped in ``HFMaskedLM``. Model time is
-what the sampler measures around ``model.logits`` (``SampleResult.timing``); everything else (candidate sampling,
-confidence / entropy, selection, history) is the sampler's overhead. Target: at most 10%.
+what the sampler measures around ``model.logits_at`` (``SampleResult.timing``: the forward pass, with the vocabulary
+projection at the positions the step reads); everything else (candidate sampling, confidence / entropy, selection,
+history) is the sampler's overhead. Target: at most 10%.
 
 Each configuration runs ``--steps`` nominal steps over the full length (12 by default: ~11 tokens per step), which
 keeps the run near two minutes on 2 idle cores; the per-step work, and so the ratio, depends on how many positions

@@ -81,6 +81,24 @@ def test_lean_path_matches_full_logits(kind):
 
 
 @pytest.mark.parametrize("kind", DIFFUSION)
+def test_logits_at_positions_equal_the_full_logits_there(kind):
+    # the sampler's path: the head runs on the gathered positions only (Dream: shifted), one forward pass
+    m = tiny_model(kind)
+    ids, attn = m.pad([m.encode(t) for t in TEXTS])
+    full = m.logits(ids, attn)
+    pos = attn.bool() & (torch.arange(ids.shape[1]) % 3 != 1)
+    n0 = m.nfe
+    at = m.logits_at(ids, attn, pos)
+    assert m.nfe == n0 + 1
+    bi, pi = pos.nonzero(as_tuple=True)
+    torch.testing.assert_close(at, full[bi, pi], atol=1e-5, rtol=0)
+    order = torch.randperm(bi.numel(), generator=torch.Generator().manual_seed(0))  # any order, as pairs
+    torch.testing.assert_close(m.logits_at(ids, attn, (bi[order], pi[order])), at[order], atol=1e-5, rtol=0)
+    with pytest.raises(InputError, match="boolean mask of shape"):
+        m.logits_at(ids, attn, pos[:, :-1])
+
+
+@pytest.mark.parametrize("kind", DIFFUSION)
 def test_embeddings_path_equals_ids_path_and_carries_gradients(kind):
     m = tiny_model(kind)
     ids, attn = m.pad([m.encode(TEXTS[0])])

@@ -25,7 +25,9 @@ from dlmeval.sampling import (
     steps_for_nfe,
     top_k_mask,
 )
+from dlmeval.sampling.fields import FIELDS, step_fields
 from dlmeval.sampling.noise import gumbel_noise_width
+from dlmeval.sampling.strategies import register_strategy
 
 REMASKING = [s for s, cls in STRATEGIES.items() if cls.remasks]
 
@@ -123,23 +125,24 @@ def test_none_spends_exactly_length_passes_when_steps_exceed_length(llada):
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_every_strategy_reports_exactly_the_model_calls_made(bert, strategy):
+    # count at the trunk: every forward path of the models layer (logits, logits_at, ...) goes through _run
     calls = []
-    orig = bert.logits
+    orig = bert._run
 
-    def counting(ids, attn=None):
+    def counting(ids, attn, embeds, hidden):
         calls.append(ids.shape[0])
-        return orig(ids, attn)
+        return orig(ids, attn, embeds, hidden)
 
     cfg = SamplerConfig(
         length=12, steps=20, block_length=6, strategy=strategy, remask_fraction=0.3, stop_at_eos=False
     )
     sampler = RemaskingSampler(bert, cfg)
-    bert.logits = counting
+    bert._run = counting
     try:
         n0, r0 = bert.nfe, bert.rows_forwarded
         res = sampler.sample(["the cat", "a big dog runs", ""], item_ids=["x", "y", "z"])
     finally:
-        del bert.logits
+        del bert._run
     assert res.nfe_calls == len(calls) == bert.nfe - n0
     assert int(res.nfe.sum()) == sum(calls) == bert.rows_forwarded - r0
     assert res.history.forwarded.sum(0).tolist() == res.nfe.tolist()
@@ -313,6 +316,75 @@ def test_confidence_seen_by_strategies_is_the_renormalised_probability():
     # the mask id and EOS are banned: V - 3 tokens with logit 0 remain beside A (resp. B)
     want = torch.tensor([math.exp(2) / (math.exp(2) + (v - 3)), math.exp(5) / (math.exp(5) + (v - 3))])
     torch.testing.assert_close(seen["conf"][0], want, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7, 1.5])
+def test_step_fields_equal_the_plain_formulas(temperature):
+    # the fused, row-chunked pass gives what log_softmax over the whole tensor gives, at any chunk size
+    g = torch.Generator().manual_seed(5)
+    n, v = 23, 301
+    logits = torch.randn(n, v, generator=g) * 4
+    logits[3, 7] = 40.0  # one row with a very sharp distribution
+    banned = torch.tensor([0, 7])
+    n_m = 14  # the first 14 rows are masked positions
+    masked = torch.arange(n) < n_m
+    current = torch.randint(1, v, (n,), generator=g)
+    u = torch.rand(n_m, gumbel_noise_width(v), generator=g, dtype=torch.float64)
+    results = [
+        step_fields(
+            logits.clone(),
+            n_masked=n_m,
+            current=current,
+            banned=banned,
+            temperature=temperature,
+            uniforms=u if temperature > 0 else None,
+            needs=set(FIELDS),
+            chunk=chunk,
+        )
+        for chunk in (1, 4, 1000)
+    ]
+    cand, f = results[0]
+    for c2, f2 in results[1:]:
+        assert torch.equal(cand, c2)
+        for k in FIELDS:
+            torch.testing.assert_close(f[k], f2[k], rtol=0, atol=0)
+    z = logits.double().index_fill(1, banned, -math.inf)
+    assert torch.equal(cand[~masked], current[~masked])
+    if temperature == 0:
+        assert torch.equal(cand[masked], z[masked].argmax(-1))
+    else:  # the same draw as gumbel_argmax on the masked rows alone
+        assert torch.equal(
+            cand[masked], gumbel_argmax(logits.index_fill(1, banned, -1e30)[masked], temperature, u)
+        )
+    assert not bool(torch.isin(cand[masked], banned).any())
+    for name, scale in (("", 1.0), ("tempered_", 1.0 / temperature if temperature > 0 else 1.0)):
+        logp = torch.log_softmax(z * scale, -1)
+        p = logp.exp()
+        want_conf = p.gather(1, cand.unsqueeze(1)).squeeze(1)
+        want_ent = -(p * logp.nan_to_num(neginf=0.0)).sum(-1)
+        torch.testing.assert_close(f[name + "confidence"].double(), want_conf, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(f[name + "entropy"].double(), want_ent, rtol=1e-4, atol=1e-4)
+    assert torch.equal(f["argmax"], z.argmax(-1))
+
+
+def test_a_strategy_reading_an_undeclared_field_gets_a_clear_error(llada):
+    class Sloppy(STRATEGIES["none"]):
+        def unmask_scores(self, view):
+            return -view.entropy  # reads entropy, declares only confidence (inherited)
+
+    sampler = RemaskingSampler(llada, SamplerConfig(length=4, steps=4))
+    sampler.strategy = Sloppy()
+    with pytest.raises(RuntimeError, match="does not list it in its `needs`"):
+        sampler.sample(["the cat"])
+
+    with pytest.raises(TypeError, match="unknown fields"):
+
+        @register_strategy
+        class Typo(STRATEGIES["none"]):
+            name = "typo_strategy"
+            needs = frozenset({"entropie"})
+
+    assert "typo_strategy" not in STRATEGIES
 
 
 def test_stop_at_eos_saves_passes_and_cuts_the_text():

@@ -345,6 +345,34 @@ class DiffusionLM(_TokenizerMixin):
         return self.forward(input_ids, attention_mask).logits
 
     @torch.no_grad()
+    def logits_at(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        positions: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+    ) -> torch.Tensor:
+        """Float32 logits ``[N, V]`` only at ``positions``, aligned like :meth:`logits`: a bool mask ``[B, L]``
+        (rows in ``positions.nonzero()`` order) or a pair ``(batch_index, position)`` of long tensors (rows in
+        that order). One forward pass; the vocabulary projection runs on the ``N`` gathered hidden states only, so
+        neither the full ``[B, L, V]`` projection nor a gather out of it is paid for positions nobody reads (the
+        sampler's path)."""
+        b = self._checked(input_ids, None)
+        if isinstance(positions, tuple):
+            bi, pi = positions
+            if bi.shape != pi.shape or bi.dim() != 1:
+                raise InputError("positions as (batch_index, position) needs two 1-d tensors of one length")
+        else:
+            if positions.dtype != torch.bool or positions.shape != input_ids.shape:
+                raise InputError(f"positions must be a boolean mask of shape {tuple(input_ids.shape)}")
+            bi, pi = positions.nonzero(as_tuple=True)
+        out = self._run(input_ids, attention_mask, None, False)
+        self._count(b)
+        src = self._source_positions(bi, pi, attention_mask)
+        if out.logits is not None:
+            return out.logits[bi, src].float()
+        return self._head(out.last_hidden[bi, src]).float()
+
+    @torch.no_grad()
     def hidden_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, ...]:

@@ -227,7 +227,22 @@ class CommitRecorder:
         if attention_mask is not None:
             masked &= attention_mask.bool()
         rows, cols = masked.nonzero(as_tuple=True)
-        z = out[rows, cols].float()
+        self._record(rows, cols, out[rows, cols])
+        return out
+
+    @torch.no_grad()
+    def logits_at(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, positions
+    ) -> torch.Tensor:
+        """The sampler's path (logits at the positions it reads); records the masked ones among them."""
+        out = self._model.logits_at(input_ids, attention_mask, positions)
+        rows, cols = positions if isinstance(positions, tuple) else positions.nonzero(as_tuple=True)
+        sel = input_ids[rows, cols] == self._model.mask_token_id
+        self._record(rows[sel], cols[sel], out[sel])
+        return out
+
+    def _record(self, rows: torch.Tensor, cols: torch.Tensor, logits: torch.Tensor) -> None:
+        z = logits.float().clone()
         z[:, self._banned] = -math.inf
         lp = torch.log_softmax(z, dim=-1)
         k = min(self._top_k, lp.shape[-1])
@@ -237,7 +252,6 @@ class CommitRecorder:
         for n, (r, c) in enumerate(zip(rows.tolist(), cols.tolist())):
             rec[(r, c)] = (ids[n], vals[n])
         self.calls.append(rec)
-        return out
 
     def commit_logprobs(self, result) -> list[np.ndarray | None]:
         """Commit-time log-probabilities of each row's answer tokens (``result.token_ids``) from the recorded

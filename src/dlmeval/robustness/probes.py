@@ -335,8 +335,8 @@ class Trajectory:
 
 
 class _RecordingModel:
-    """A read-through proxy of a DiffusionLM whose ``logits`` also records the predictions over the last
-    ``length`` columns (one prompt per sampler call)."""
+    """A read-through proxy of a DiffusionLM whose ``logits`` (and ``logits_at``, the sampler's path) also record
+    the predictions over the last ``length`` columns (one prompt per sampler call)."""
 
     def __init__(self, model: Any, length: int):
         self._model = model
@@ -353,6 +353,14 @@ class _RecordingModel:
         p, i = torch.softmax(z, dim=-1).max(dim=-1)
         self.snapshots.append((i.cpu().numpy(), p.cpu().numpy()))
         return out
+
+    def logits_at(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, positions
+    ) -> torch.Tensor:
+        # the trajectory needs every generated position, not only those the sampler reads: one full pass
+        out = self.logits(input_ids, attention_mask)
+        bi, pi = positions if isinstance(positions, tuple) else positions.nonzero(as_tuple=True)
+        return out[bi, pi]
 
 
 def record_trajectory(sampler: Any, prompt: Any, item_id: Any = "0") -> tuple[Any, Trajectory]:

@@ -55,16 +55,29 @@ def gumbel_argmax(
     """One token per row of ``logits [N, V]`` from ``softmax(logits / temperature)``; ``temperature == 0`` is argmax.
 
     This is LLaDA's ``argmax(exp(l) / (-log u) ** T)`` (= ``argmax(l / T + g)`` with float64 Gumbel noise ``g``),
-    drawn in two levels so that only ``V / chunk + chunk`` Gumbels per position are needed instead of ``V``
-    (float64 logs over the whole vocabulary cost more than the model's forward pass on CPU). Written by hand
-    because no library offers it; exact by the Gumbel-max property: over a chunk ``S``,
-    ``max_{i in S} (a_i + g_i)`` is Gumbel with location ``logsumexp_S(a)`` and independent of the argmax, so
-    picking the chunk by ``argmax_S(logsumexp_S(a) + G_S)`` and then the token inside it by ``argmax(a_i + g_i)``
-    gives ``P(i) = softmax(a)_i``. ``u`` holds ``gumbel_noise_width(V, chunk)`` float64 uniforms per row.
+    drawn in two levels (:func:`gumbel_pick`). ``u`` holds ``gumbel_noise_width(V, chunk)`` float64 uniforms per
+    row.
     """
     if temperature <= 0:
         return logits.argmax(dim=-1)
-    n, v = logits.shape
+    a = logits / temperature
+    return gumbel_pick(a, torch.softmax(a, dim=-1), u, chunk=chunk)
+
+
+def gumbel_pick(a: torch.Tensor, p: torch.Tensor, u: torch.Tensor | None, *, chunk: int = GUMBEL_CHUNK):
+    """``argmax(a + g)`` per row for tempered logits ``a [N, V]`` with ``p = softmax(a)`` already computed.
+
+    Two levels, so that only ``V / chunk + chunk`` float64 Gumbels per row are needed instead of ``V`` (float64
+    logs over the whole vocabulary cost more than the model's forward pass on CPU). Written by hand because no
+    library offers it; exact by the Gumbel-max property: over a chunk ``S``, ``max_{i in S} (a_i + g_i)`` is
+    Gumbel with location ``logsumexp_S(a)`` and independent of the argmax, so picking the chunk by
+    ``argmax_S(logsumexp_S(a) + G_S)`` and then the token inside it by ``argmax(a_i + g_i)`` gives
+    ``P(i) = softmax(a)_i``. ``logsumexp_S(a)`` is ``log(sum_S p) + logsumexp(a)`` and the second term is the
+    same for every chunk of a row, so the chunk pick uses ``log(sum_S p)`` from the fused softmax (much faster
+    on CPU than a chunked ``logsumexp``); a chunk whose probabilities all underflow float32 (total below about
+    1e-38) is never picked.
+    """
+    n, v = a.shape
     c = min(chunk, v)
     k_full, rest = divmod(v, c)
     n_chunks = k_full + (1 if rest else 0)
@@ -72,14 +85,13 @@ def gumbel_argmax(
         raise ValueError(
             f"need uniforms of shape {(n, n_chunks + c)}, got {None if u is None else tuple(u.shape)}"
         )
-    a = logits / temperature
-    parts = [a[:, : k_full * c].unflatten(1, (k_full, c)).logsumexp(-1)]
+    parts = [p[:, : k_full * c].unflatten(1, (k_full, c)).sum(-1)]
     if rest:
-        parts.append(a[:, k_full * c :].logsumexp(-1, keepdim=True))
-    chunk_lse = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # [N, n_chunks]
+        parts.append(p[:, k_full * c :].sum(-1, keepdim=True))
+    mass = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # [N, n_chunks]
     g = gumbel(u)
-    pick = (chunk_lse.double() + g[:, :n_chunks]).argmax(dim=1)  # [N]
-    idx = pick.unsqueeze(1) * c + torch.arange(c, device=logits.device)  # [N, c]
+    pick = (mass.double().log() + g[:, :n_chunks]).argmax(dim=1)  # [N]
+    idx = pick.unsqueeze(1) * c + torch.arange(c, device=a.device)  # [N, c]
     valid = idx < v
     inner = a.gather(1, idx.clamp(max=v - 1)).double() + g[:, n_chunks:]
     inner = inner.masked_fill(~valid, -math.inf)

@@ -15,7 +15,8 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, length_sorted_batches
 from dlmeval.sampling.config import SamplerConfig, linear_schedule, predict_nfe, steps_for_nfe
-from dlmeval.sampling.noise import gumbel, gumbel_argmax, gumbel_noise_width, row_uniforms, top_k_mask
+from dlmeval.sampling.fields import step_fields
+from dlmeval.sampling.noise import gumbel, gumbel_noise_width, row_uniforms, top_k_mask
 from dlmeval.sampling.strategies import StepView, get_strategy
 from dlmeval.seeding import derive_seed, torch_generator
 
@@ -193,6 +194,12 @@ class RemaskingSampler:
         self._banned = torch.tensor(sorted(banned), dtype=torch.long, device=dev)
         self._eos = torch.tensor(sorted(set(model.eos_token_ids)), dtype=torch.long, device=dev)
 
+    @property
+    def _needs(self) -> frozenset[str]:
+        """The step fields to compute: what the strategy reads, and ``confidence`` for running means."""
+        extra = {"confidence"} if self.strategy.tracks_running else set()
+        return frozenset(self.strategy.needs) | extra
+
     def config_dict(self) -> dict[str, Any]:
         """The settings as run (nominal steps resolved; ``nfe`` is the compute-matched target or None)."""
         return {**self.config.as_dict(), "nfe": self.nfe_target}
@@ -327,28 +334,38 @@ class RemaskingSampler:
         dev, blk, n_r = m.device, cfg.block, rows.numel()
         sl = slice(block * blk, (block + 1) * blk)
         temp, pos_temp = float(cfg.temperature), float(cfg.position_temperature)
-        out = st.forward(rows)
-
         # the current block of the rows taking part, [R, W]
         tok_w, msk_w = st.tokens[rows, sl], st.masked[rows, sl]
         dec_w = ~msk_w
         remask_now = strat.remasks and bool((k_re > 0).any())
         need_decided = strat.tracks_running or remask_now
-        region = (msk_w | dec_w) if need_decided else msk_w
-        rr, cc = region.nonzero(as_tuple=True)
-        flat = out[rr, st.gen_start[rows][rr] + sl.start + cc]  # [N, V] logits where they matter
-        del out
-        flat.index_fill_(1, self._banned, torch.finfo(flat.dtype).min)
-        mflat = flat[msk_w[rr, cc]] if need_decided else flat
+        # the positions that matter: masked ones (row-major), then decided ones when the strategy reads them
+        rr, cc = msk_w.nonzero(as_tuple=True)
+        n_m = int(rr.numel())
+        if need_decided:
+            dr, dc = dec_w.nonzero(as_tuple=True)
+            rr, cc = torch.cat([rr, dr]), torch.cat([cc, dc])
+        flat = st.forward(rows, sl, rr, cc)  # [N, V] logits at (rr, cc) only
         gens = [st.gens[r] for r in rows.tolist()]
-        if temp > 0 and mflat.shape[0]:
+        u = None
+        if temp > 0:  # one row of uniforms per masked position, in row-major order like (rr, cc)
             counts = msk_w.sum(1).tolist()
             u = row_uniforms(gens, counts, gumbel_noise_width(flat.shape[1]), device=dev)
-            x0 = gumbel_argmax(mflat, temp, u)
-        else:
-            x0 = mflat.argmax(dim=-1)
+        t0 = time.perf_counter()
+        cand_flat, fields = step_fields(
+            flat,
+            n_masked=n_m,
+            current=tok_w[rr, cc],
+            banned=self._banned,
+            temperature=temp,
+            uniforms=u,
+            needs=self._needs,
+        )
+        st.timing["fields_s"] += time.perf_counter() - t0
+        vocab = int(flat.shape[1])
+        del flat
         cand = tok_w.clone()
-        cand[msk_w] = x0
+        cand[rr, cc] = cand_flat
         view = StepView(
             tokens=tok_w,
             masked=msk_w,
@@ -356,13 +373,15 @@ class RemaskingSampler:
             candidates=cand,
             region_rows=rr,
             region_cols=cc,
-            region_logits=flat,
+            fields=fields,
+            vocab_size=vocab,
             temperature=temp,
             uniform=lambda: row_uniforms(gens, [1] * n_r, blk, device=dev),
             step=st.t,
             block=block,
             block_step=block_step,
             block_steps=block_steps,
+            strategy=strat.name,
         )
         if strat.tracks_running:  # add this step's probability of every decided token to its running sum
             rs = torch.where(
@@ -465,10 +484,11 @@ class _Batch:
         }
         self.t = 0
         self.calls = 0
-        self.timing = {"total_s": 0.0, "model_s": 0.0}
+        self.timing = {"total_s": 0.0, "model_s": 0.0, "fields_s": 0.0}
 
-    def forward(self, rows: torch.Tensor) -> torch.Tensor:
-        """Logits ``[R, width, V]`` of the current state for ``rows``; NFE read from the model's counter."""
+    def forward(self, rows: torch.Tensor, sl: slice, rr: torch.Tensor, cc: torch.Tensor) -> torch.Tensor:
+        """Logits ``[N, V]`` of the current state for ``rows`` at block positions ``(rr, cc)`` (``rr`` indexes
+        ``rows``, ``cc`` the columns of the block ``sl``), in that order; NFE read from the model's counter."""
         if self.same_start:
             s0 = int(self.gen_start[0])
             self.ids[:, s0 : s0 + self.tokens.shape[1]] = self.tokens
@@ -476,8 +496,9 @@ class _Batch:
             self.ids.scatter_(1, self.gen_cols, self.tokens)
         everyone = rows.numel() == self.ids.shape[0]
         x, a = (self.ids, self.attn) if everyone else (self.ids[rows], self.attn[rows])
+        pos = (rr, self.gen_start[rows][rr] + sl.start + cc)
         nfe0, t0 = self.model.nfe, time.perf_counter()
-        out = self.model.logits(x, a)
+        out = self.model.logits_at(x, a, pos)
         self.timing["model_s"] += time.perf_counter() - t0
         self.nfe[rows] += self.model.nfe - nfe0
         self.calls += 1

@@ -36,21 +36,22 @@ Adding a strategy::
     class LowestMargin(Strategy):
         name = "lowest_margin"
         remasks = True
+        needs = frozenset({"confidence"})  # the view fields it reads (unmasking by confidence reads it too)
 
         def remask_scores(self, view):
-            return -view.confidence  # any [R, W] tensor built from the view's fields
+            return -view.confidence  # any [R, W] tensor built from the view's fields listed in `needs`
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
 from typing import ClassVar
 
 import torch
 
 from dlmeval.errors import InputError
+from dlmeval.sampling.fields import FIELDS
 
 STRATEGIES: dict[str, type[Strategy]] = {}
 
@@ -59,6 +60,11 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     """Class decorator: make a strategy available by its ``name``."""
     if not getattr(cls, "name", None):
         raise TypeError(f"{cls.__name__} needs a class attribute `name`")
+    unknown = set(cls.needs) - set(FIELDS)
+    if unknown:
+        raise TypeError(
+            f"{cls.__name__}.needs lists unknown fields {sorted(unknown)}; known: {', '.join(FIELDS)}"
+        )
     STRATEGIES[cls.name] = cls
     return cls
 
@@ -71,8 +77,10 @@ def get_strategy(name: str, *, remask_fraction: float = 0.15) -> Strategy:
 
 class StepView:
     """What a strategy sees at one step, as ``[R, W]`` tensors over the current block (``R`` rows take part in the
-    step, ``W`` = block length). Fields are computed on first use, only at the positions that matter (masked
-    positions, plus decided ones for re-masking strategies); elsewhere they hold NaN.
+    step, ``W`` = block length). The distribution fields are computed only at the positions that matter (masked
+    positions, plus decided ones for re-masking strategies; elsewhere they hold NaN) and only when the strategy
+    lists them in its ``needs`` (the sampler computes them all in one pass over the logits, see
+    :mod:`dlmeval.sampling.fields`):
 
     * ``tokens`` current ids (the mask id where masked), ``masked`` / ``decided`` bool
     * ``candidates`` the sampled token at masked positions (the current token elsewhere)
@@ -95,13 +103,15 @@ class StepView:
         candidates: torch.Tensor,
         region_rows: torch.Tensor,
         region_cols: torch.Tensor,
-        region_logits: torch.Tensor,
+        fields: dict[str, torch.Tensor],
+        vocab_size: int,
         temperature: float,
         uniform: Callable[[], torch.Tensor],
         step: int,
         block: int,
         block_step: int,
         block_steps: int,
+        strategy: str = "",
         running_confidence: torch.Tensor | None = None,
     ):
         self.tokens = tokens
@@ -110,64 +120,56 @@ class StepView:
         self.candidates = candidates
         self._rows = region_rows
         self._cols = region_cols
-        self._logits = region_logits  # [N, V] float32 at (rows, cols), banned ids already at finfo.min
+        self._fields = fields  # name -> [N] values at (rows, cols)
+        self._grids: dict[str, torch.Tensor] = {}
         self.temperature = float(temperature)
         self._uniform = uniform
         self.step = step
         self.block = block
         self.block_step = block_step
         self.block_steps = block_steps
-        self.vocab_size = int(region_logits.shape[-1])
+        self.vocab_size = int(vocab_size)
+        self._strategy = strategy
         self._running = running_confidence
 
     def uniform(self) -> torch.Tensor:
         return self._uniform()
 
-    # ------------------------------------------------------------------ lazily computed fields
-    def _grid(self, values: torch.Tensor) -> torch.Tensor:
-        out = torch.full(self.tokens.shape, float("nan"), dtype=values.dtype, device=values.device)
-        out[self._rows, self._cols] = values
-        return out
+    def _field(self, name: str) -> torch.Tensor:
+        if name not in self._grids:
+            if name not in self._fields:
+                raise RuntimeError(
+                    f"strategy {self._strategy!r} reads view.{name} but does not list it in its `needs`; add "
+                    f"{name!r} to the class attribute `needs` so that the sampler computes it"
+                )
+            values = self._fields[name]
+            if name == "argmax":
+                out = self.tokens.clone()
+            else:
+                out = torch.full(self.tokens.shape, float("nan"), dtype=values.dtype, device=values.device)
+            out[self._rows, self._cols] = values
+            self._grids[name] = out
+        return self._grids[name]
 
-    @cached_property
-    def _lse(self) -> torch.Tensor:
-        return torch.logsumexp(self._logits, dim=-1)
-
-    @cached_property
-    def _targets(self) -> torch.Tensor:
-        return self.candidates[self._rows, self._cols]
-
-    @cached_property
+    @property
     def confidence(self) -> torch.Tensor:
-        z = self._logits.gather(1, self._targets.unsqueeze(1)).squeeze(1)
-        return self._grid(torch.exp(z - self._lse))
+        return self._field("confidence")
 
-    @cached_property
+    @property
     def entropy(self) -> torch.Tensor:
-        return self._grid(_entropy(self._logits, self._lse))
+        return self._field("entropy")
 
-    @cached_property
+    @property
     def argmax(self) -> torch.Tensor:
-        out = self.tokens.clone()
-        out[self._rows, self._cols] = self._logits.argmax(dim=-1)
-        return out
+        return self._field("argmax")
 
-    @cached_property
-    def _tempered(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.temperature <= 0:
-            return self._logits, self._lse
-        z = self._logits / self.temperature
-        return z, torch.logsumexp(z, dim=-1)
-
-    @cached_property
+    @property
     def tempered_confidence(self) -> torch.Tensor:
-        z, lse = self._tempered
-        return self._grid(torch.exp(z.gather(1, self._targets.unsqueeze(1)).squeeze(1) - lse))
+        return self._field("tempered_confidence")
 
-    @cached_property
+    @property
     def tempered_entropy(self) -> torch.Tensor:
-        z, lse = self._tempered
-        return self._grid(_entropy(z, lse))
+        return self._field("tempered_entropy")
 
     @property
     def running_confidence(self) -> torch.Tensor:
@@ -176,20 +178,17 @@ class StepView:
         return self._running
 
 
-def _entropy(z: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:
-    logp = z - lse.unsqueeze(1)
-    # banned ids hold finfo.min (finite): their p underflows to 0 and 0 * finite = 0, so no NaN from 0 * -inf
-    return -(torch.exp(logp) * logp).sum(dim=-1)
-
-
 class Strategy:
     """Base class. Override exactly one of :meth:`unmask_scores` / :meth:`remask_scores`."""
 
     name: ClassVar[str] = ""
     #: whether the strategy puts decided tokens back under the mask
     remasks: ClassVar[bool] = False
-    #: whether the sampler must keep ``view.running_confidence`` up to date (costs a softmax per step)
+    #: whether the sampler must keep ``view.running_confidence`` up to date (needs ``confidence``)
     tracks_running: ClassVar[bool] = False
+    #: the view's distribution fields the strategy reads (see :data:`dlmeval.sampling.fields.FIELDS`); the
+    #: sampler computes exactly these (the default unmasking order reads ``confidence``)
+    needs: ClassVar[frozenset[str]] = frozenset({"confidence"})
 
     def __init__(self, remask_fraction: float = 0.15):
         self.remask_fraction = float(remask_fraction) if self.remasks else 0.0
@@ -244,6 +243,7 @@ class RunningConfidence(Strategy):
 class HighEntropy(Strategy):
     name = "high_entropy"
     remasks = True
+    needs = frozenset({"confidence", "entropy"})
 
     def remask_scores(self, view):
         return view.entropy
@@ -253,6 +253,7 @@ class HighEntropy(Strategy):
 class ConfEntropy(Strategy):
     name = "conf_entropy"
     remasks = True
+    needs = frozenset({"confidence", "entropy"})
 
     def remask_scores(self, view):
         # both terms in [0, 1]: entropy normalised by its maximum log V
@@ -263,6 +264,7 @@ class ConfEntropy(Strategy):
 class Agreement(Strategy):
     name = "agreement"
     remasks = True
+    needs = frozenset({"confidence", "argmax"})
 
     def remask_scores(self, view):
         disagree = view.decided & (view.argmax != view.tokens)
@@ -272,6 +274,7 @@ class Agreement(Strategy):
 @register_strategy
 class Origin(Strategy):
     name = "origin"
+    needs = frozenset()
 
     def unmask_scores(self, view):
         return view.uniform()
@@ -280,6 +283,7 @@ class Origin(Strategy):
 @register_strategy
 class Entropy(Strategy):
     name = "entropy"
+    needs = frozenset({"tempered_entropy"})
 
     def unmask_scores(self, view):
         return -view.tempered_entropy
@@ -288,6 +292,7 @@ class Entropy(Strategy):
 @register_strategy
 class MaskGIT(Strategy):
     name = "maskgit"
+    needs = frozenset({"tempered_confidence"})
 
     def unmask_scores(self, view):
         return view.tempered_confidence

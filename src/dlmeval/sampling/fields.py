@@ -1,0 +1,109 @@
+"""The per-position fields of one sampler step (candidates, confidence, entropy, ...) in one pass over the logits.
+
+The sampler reads the logits ``[N, V]`` of the ``N`` positions that matter (masked ones, plus decided ones for
+re-masking strategies) and needs a few numbers per position, each a reduction over the vocabulary. Computed one
+after the other over the whole ``[N, V]`` tensor, every reduction streams it from memory again, and on a CPU that
+costs about as much as the model's vocabulary projection itself. Here they are computed row chunk by row chunk
+(``ROW_CHUNK`` rows of 30k float32 logits stay in a core's L2 cache), with torch's fused ``softmax`` kernel doing
+the exponentials: probabilities come from it and the log-normaliser is recovered at the row's maximum
+(``lse = max - log p(argmax)``, exact up to float32 rounding since ``p(argmax) >= 1 / V``), entropy as
+``lse - sum(p * z)``. Written by hand because no library fuses these reductions; the results equal the plain
+formulas (``tests/test_sampling.py`` checks them against ``log_softmax``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dlmeval.sampling.noise import gumbel_pick
+
+#: the fields a strategy may declare in ``Strategy.needs`` (see :class:`~dlmeval.sampling.strategies.StepView`)
+FIELDS = ("confidence", "entropy", "argmax", "tempered_confidence", "tempered_entropy")
+#: rows per chunk: 16 x 30k float32 logits (2 MB) plus their probabilities fit a core's L2 and L3 comfortably
+ROW_CHUNK = 16
+
+
+def step_fields(
+    logits: torch.Tensor,
+    *,
+    n_masked: int,
+    current: torch.Tensor,
+    banned: torch.Tensor,
+    temperature: float,
+    uniforms: torch.Tensor | None,
+    needs: frozenset[str] | set[str],
+    chunk: int = ROW_CHUNK,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Candidates and the ``needs`` fields for the rows of ``logits [N, V]`` (float32; banned ids are overwritten
+    with ``finfo.min`` in place, so they get probability 0 and the rest is renormalised).
+
+    * The first ``n_masked`` rows are masked positions: there a candidate is sampled from
+      ``softmax(logits / temperature)`` by the two-level Gumbel-max (argmax at temperature 0) with ``uniforms``
+      (``[n_masked, gumbel_noise_width(V)]`` float64, one row per logits row). The other rows are decided
+      positions: their candidate is ``current [N]``, the token the position holds. (Masked rows first, so that
+      every chunk is one kind and nothing is copied out by a boolean index.)
+    * ``confidence``: probability of the candidate; ``entropy`` (nats); ``argmax``; ``tempered_*`` the same under
+      ``softmax(logits / temperature)`` (equal to the untempered ones at temperature 0).
+
+    Returns ``(candidates [N], {field: [N]})``.
+    """
+    unknown = set(needs) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"unknown step fields {sorted(unknown)}; known: {', '.join(FIELDS)}")
+    n = logits.shape[0]
+    if not 0 <= n_masked <= n:
+        raise ValueError(f"n_masked={n_masked} outside [0, {n}]")
+    tempered = temperature > 0
+    if tempered and n_masked and (uniforms is None or uniforms.shape[0] != n_masked):
+        raise ValueError(f"need {n_masked} rows of uniforms for sampling at temperature {temperature}")
+    of_tempered = {k.removeprefix("tempered_") for k in needs if k.startswith("tempered_")}
+    plain_needs = {k for k in needs if not k.startswith("tempered_")} | (set() if tempered else of_tempered)
+    temp_needs = of_tempered if tempered else set()
+    dev = logits.device
+    out = {k: torch.empty(n, dtype=torch.long if k == "argmax" else torch.float32, device=dev) for k in needs}
+    cand = current.clone()
+    lo = torch.finfo(logits.dtype).min
+    starts = [*range(0, n_masked, chunk), *range(n_masked, n, chunk)]
+    for s in starts:
+        e = min(s + chunk, n_masked if s < n_masked else n)
+        z = logits[s:e]
+        z.index_fill_(1, banned, lo)
+        a = p = None
+        if temp_needs or (tempered and s < n_masked):
+            a = (z * (1.0 / temperature)).index_fill_(1, banned, lo)  # finfo.min / T would overflow to -inf
+            p = torch.softmax(a, dim=-1)
+        if s < n_masked:
+            if tempered:
+                assert uniforms is not None
+                cand[s:e] = gumbel_pick(a, p, uniforms[s:e])
+            else:
+                cand[s:e] = z.argmax(dim=-1)
+        tgt = cand[s:e].unsqueeze(1)
+        if plain_needs:
+            for k, v in _dist_fields(z, torch.softmax(z, dim=-1), tgt, plain_needs).items():
+                if k in needs:
+                    out[k][s:e] = v
+                if not tempered and "tempered_" + k in needs:
+                    out["tempered_" + k][s:e] = v
+        if temp_needs:
+            for k, v in _dist_fields(a, p, tgt, temp_needs).items():
+                out["tempered_" + k][s:e] = v
+    return cand, out
+
+
+def _dist_fields(
+    z: torch.Tensor, p: torch.Tensor, tgt: torch.Tensor, needs: set[str] | frozenset[str]
+) -> dict[str, torch.Tensor]:
+    """The untempered field names of ``needs`` for ``p = softmax(z)`` (rows of a chunk): probability of ``tgt``,
+    entropy, argmax; each computed only when asked for."""
+    out = {}
+    if "confidence" in needs:
+        out["confidence"] = p.gather(1, tgt).squeeze(1)
+    if "entropy" in needs:
+        # p(argmax) = max p, so the log-normaliser needs two cheap max reductions and no index search
+        lse = z.amax(dim=-1) - p.amax(dim=-1).log()
+        # banned ids: p = 0 exactly and z finite, so they add 0 to the sum
+        out["entropy"] = (lse - torch.linalg.vecdot(p, z)).clamp(min=0.0)
+    if "argmax" in needs:
+        out["argmax"] = z.argmax(dim=-1)
+    return out
