@@ -206,3 +206,19 @@ def test_ar_confidence_matches_causal_logprobs(causal):
     np.testing.assert_allclose(tps[1].chosen, [float(lp0[eos])], atol=1e-5)
     with pytest.raises(InputError):
         ar_token_probs(causal, [prompt], [])
+
+
+def test_ar_token_probs_last_positions_path_equals_the_full_pass(causal, monkeypatch):
+    # left padding + logits of the last K positions only: the same numbers as right padding + every position,
+    # for rows of different prompt and answer lengths in one batch
+    prompts, outputs = ["the cat sat", "a dog", "one two three four five"], [" on the big", " runs", ""]
+    assert causal.keeps_last_logits()
+    lean = ar_token_probs(causal, prompts, outputs, batch_size=3)
+    monkeypatch.setattr(type(causal), "keeps_last_logits", lambda self: False)
+    full = ar_token_probs(causal, prompts, outputs, batch_size=3)
+    alone = [ar_token_probs(causal, [p], [o])[0] for p, o in zip(prompts, outputs)]
+    for a, b, c in zip(lean, full, alone):
+        assert len(a.chosen) == len(b.chosen) == len(c.chosen) > 0
+        np.testing.assert_allclose(a.chosen, b.chosen, atol=1e-5)
+        np.testing.assert_allclose(a.max, b.max, atol=1e-5)
+        np.testing.assert_allclose(a.chosen, c.chosen, atol=1e-5)

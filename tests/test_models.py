@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -181,6 +182,25 @@ def test_causal_continuation_logprobs_match_manual_computation():
         ["a dog", "the cat", "one"], [" runs fast", " sat on the mat", " two three"], batch_size=2
     )
     assert max(abs(a - b) for a, b in zip(many[1], lp)) < 1e-5
+
+
+def test_shared_context_logprobs_equal_separate_passes_in_two_forward_calls():
+    # multiple choice: the context runs once, its KV cache serves every choice (different lengths, padding)
+    c = tiny_model("causal")
+    ctx = "the cat sat on the"
+    choices = [" mat", " big red house", " dog", " one two three four"]
+    want = c.continuation_logprobs([ctx] * len(choices), choices)
+    n0 = c.nfe
+    got = c.shared_context_logprobs(ctx, choices)
+    assert c.nfe - n0 == 2
+    for a, b in zip(got, want):
+        assert len(a) == len(b) > 0
+        assert np.abs(a - b).max() < 1e-5
+    # an empty context starts at BOS like continuation_logprobs; one choice falls back to the plain path
+    for cx, ch in (("", choices), (ctx, choices[:1])):
+        for a, b in zip(c.shared_context_logprobs(cx, ch), c.continuation_logprobs([cx] * len(ch), ch)):
+            assert len(a) == len(b) and np.abs(a - b).max() < 1e-5
+    assert c.shared_context_logprobs(ctx, []) == []
 
 
 def test_causal_generation_is_seeded_per_item_and_batch_invariant():

@@ -96,11 +96,16 @@ class CausalLM(_TokenizerMixin):
         inputs_embeds=None,
         output_hidden_states=False,
         output_attentions=False,
+        logits_to_keep: int = 0,
     ):
+        """The module's output. ``logits_to_keep=K > 0`` asks for the logits of the last ``K`` positions only
+        (where the module supports it: check :meth:`keeps_last_logits`)."""
         x = input_ids if input_ids is not None else inputs_embeds
         if x.shape[1] > self.max_length:
             raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
         kw = {}
+        if logits_to_keep > 0 and self.keeps_last_logits():
+            kw["logits_to_keep"] = int(logits_to_keep)
         if attention_mask is not None and self.padding_side == "left":
             kw["position_ids"] = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         if output_attentions:
@@ -115,6 +120,10 @@ class CausalLM(_TokenizerMixin):
         self.nfe += 1
         self.rows_forwarded += int(x.shape[0])
         return out
+
+    def keeps_last_logits(self) -> bool:
+        """Whether the module can return the logits of the last positions only (``logits_to_keep``)."""
+        return _takes(self.module, "logits_to_keep")
 
     @torch.no_grad()
     def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -172,6 +181,73 @@ class CausalLM(_TokenizerMixin):
                 out[i] = lp[row, starts[i] : len(seqs[i])].astype(np.float64)
         return out
 
+    @torch.no_grad()
+    def shared_context_logprobs(self, context: str, continuations: Sequence[str]) -> list[np.ndarray]:
+        """:meth:`continuation_logprobs` for several continuations of one context (multiple choice), with the
+        tokens all of them share run once and their KV cache reused: about ``k`` times fewer tokens through the
+        model for ``k`` choices of a long prompt. Two forward passes (the shared prefix, then every remainder in
+        one batch), counted in ``nfe``. Falls back to :meth:`continuation_logprobs` when the inputs need
+        truncating, share nothing, or the module takes no cache. Same numbers up to float rounding."""
+        conts = list(continuations)
+        if not conts:
+            return []
+        pairs = [self._split(context, x) for x in conts]
+        seqs = []
+        for ctx, cont in pairs:
+            if not ctx and self.bos_token_id is not None:
+                ctx = [self.bos_token_id]
+            seqs.append((ctx + cont, len(ctx)))
+        shared = min(n for _, n in seqs)  # never past a context's end: every continuation token is scored
+        first = seqs[0][0]
+        while shared > 0 and any(s[:shared] != first[:shared] for s, _ in seqs):
+            shared -= 1
+        if shared < 1 or max(len(s) for s, _ in seqs) > self.max_length or len(conts) < 2:
+            return self.continuation_logprobs([context] * len(conts), conts, batch_size=max(1, len(conts)))
+        dev = self.device
+        prefix = torch.tensor([first[:shared]], device=dev)
+        kw = {"use_cache": True}
+        if _takes(self.module, "logits_to_keep"):
+            kw["logits_to_keep"] = 1
+        out = self.module(input_ids=prefix, attention_mask=torch.ones_like(prefix), **kw)
+        self.nfe += 1
+        self.rows_forwarded += 1
+        past = getattr(out, _CACHE_KW, None)
+        if past is None or not hasattr(past, "batch_repeat_interleave"):
+            return self.continuation_logprobs([context] * len(conts), conts, batch_size=max(1, len(conts)))
+        last = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token `shared`
+        rests = [s[shared:] for s, _ in seqs]
+        k, m = len(rests), max(len(r) for r in rests)
+        results: list[np.ndarray] = []
+        lp_rest = None
+        if m > 1:  # the remainders' own tokens (all but each one's last) predict the tokens after them
+            ids = torch.full((k, m - 1), self.pad_token_id, dtype=torch.long, device=dev)
+            attn = torch.zeros((k, shared + m - 1), dtype=torch.long, device=dev)
+            attn[:, :shared] = 1
+            for i, r in enumerate(rests):
+                n = len(r) - 1
+                if n > 0:
+                    ids[i, :n] = torch.tensor(r[:n], device=dev)
+                    attn[i, shared : shared + n] = 1
+            past.batch_repeat_interleave(k)
+            pos = (shared + torch.arange(m - 1, device=dev)).unsqueeze(0).expand(k, -1)
+            out2 = self.module(
+                input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **{_CACHE_KW: past}
+            )
+            self.nfe += 1
+            self.rows_forwarded += k
+            lp_rest = torch.log_softmax(out2.logits.float(), dim=-1)  # [k, m - 1, V]
+        for i, (seq, n_ctx) in enumerate(seqs):
+            vals = []
+            for j in range(n_ctx, len(seq)):  # scored tokens: the continuation's
+                rel = j - shared  # index of token j inside the remainder
+                if rel == 0:
+                    vals.append(float(last[seq[j]]))
+                else:
+                    assert lp_rest is not None
+                    vals.append(float(lp_rest[i, rel - 1, seq[j]]))
+            results.append(np.asarray(vals, dtype=np.float64))
+        return results
+
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
     def generate(
@@ -220,12 +296,15 @@ class CausalLM(_TokenizerMixin):
         cur_ids, cur_attn = ids, attn
         pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
         cur_pos = pos
+        # only the last position's logits are read: skip the vocabulary projection of the rest of the prompt
+        keep = {"logits_to_keep": 1} if _takes(self.module, "logits_to_keep") else {}
         for _ in range(max_new):
             out = self.module(
                 input_ids=cur_ids,
                 attention_mask=cur_attn,
                 position_ids=cur_pos,
                 use_cache=True,
+                **keep,
                 **({_CACHE_KW: past} if past is not None else {}),
             )
             self.nfe += 1
@@ -272,6 +351,15 @@ def _pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Gen
         p = torch.zeros_like(p).scatter(0, si[keep], sp[keep])
         p = p / p.sum()
     return int(torch.multinomial(p, 1, generator=gen))
+
+
+def _takes(module, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _cache_kw() -> str:

@@ -333,14 +333,32 @@ def ar_token_probs(
         seqs.append(ids)
         starts.append(max(1, len(ids) - len(cont)))
     out: list[TokenProbs | None] = [None] * len(seqs)
+    # Left padding puts every row's answer at the end, so the vocabulary projection (and the log-softmax) can be
+    # limited to the last K positions, K covering the longest answer of the batch plus the position before it.
+    lean = bool(getattr(model, "keeps_last_logits", lambda: False)())
     for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
-        ids, attn = model.pad([seqs[i] for i in batch])
-        logits = model.forward(ids, attn).logits.float()
-        lp = torch.log_softmax(logits[:, :-1], dim=-1)
-        chosen = lp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
+        old_side = model.padding_side
+        if lean:
+            model.padding_side = "left"  # also makes forward() pass position ids that skip the padding
+        try:
+            ids, attn = model.pad([seqs[i] for i in batch])
+            width = ids.shape[1]
+            keep = max(len(seqs[i]) - starts[i] + 1 for i in batch) if lean else width
+            logits = model.forward(ids, attn, **({"logits_to_keep": keep} if lean else {})).logits.float()
+        finally:
+            model.padding_side = old_side
+        lp = torch.log_softmax(
+            logits[:, :-1], dim=-1
+        )  # kept column c predicts padded column width - keep + c + 1
+        tgt = ids[:, width - keep + 1 :]
+        chosen = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
         mx = lp.max(dim=-1).values.double().cpu().numpy()
         for r, i in enumerate(batch):
-            a, b = starts[i] - 1, len(seqs[i]) - 1  # logits at j predict token j + 1
+            n = len(seqs[i])
+            first = (width - n) if lean else 0  # padded column of the row's token 0
+            # token j sits at padded column first + j and is predicted by kept column first + j - 1 - (width - keep)
+            a = first + starts[i] - 1 - (width - keep)
+            b = first + n - 1 - (width - keep)
             c = chosen[r, a:b] if b > a else np.zeros(0)
             out[i] = TokenProbs(
                 max=mx[r, a:b] if b > a else np.zeros(0),

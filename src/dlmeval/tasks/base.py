@@ -234,8 +234,12 @@ class ChoiceLogprob:
 def causal_choice_logprobs(
     model: Any, context: str, choices: Sequence[str], *, batch_size: int = 16
 ) -> list[ChoiceLogprob]:
-    """Log-probability of each choice as the continuation of ``context`` under a CausalLM."""
-    lps = model.continuation_logprobs([context] * len(choices), list(choices), batch_size=batch_size)
+    """Log-probability of each choice as the continuation of ``context`` under a CausalLM (the context's KV cache
+    shared by the choices where the model offers ``shared_context_logprobs``)."""
+    if hasattr(model, "shared_context_logprobs"):
+        lps = model.shared_context_logprobs(context, list(choices))
+    else:
+        lps = model.continuation_logprobs([context] * len(choices), list(choices), batch_size=batch_size)
     out = []
     for lp in lps:
         n = int(len(lp))
