@@ -39,8 +39,10 @@ bench: $(STAMP)
 
 # Reproduce the shipped default diffusion model (about 100 minutes on 2 CPU cores); see MODEL.md.
 train-default: $(STAMP)
-	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --threads 2
-	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --steps 1300 --export src/dlmeval/assets/default-dlm
+	$(BIN)/python -m dlmeval.train.default_model --out runs/default-train --threads 2
+	$(BIN)/python -m dlmeval.train.default_model --stage 2 --init-from runs/default-train --out runs/default-train2 --threads 2
+	$(BIN)/python -m dlmeval.train.default_model --stage 3 --init-from runs/default-train2 --out runs/default-train3 --threads 2
+	$(BIN)/python -m dlmeval.train.default_model --stage 3 --out runs/default-train3 --export src/dlmeval/assets/default-dlm
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
