@@ -208,6 +208,38 @@ def test_ar_confidence_matches_causal_logprobs(causal):
         ar_token_probs(causal, [prompt], [])
 
 
+def test_ar_confidences_from_the_generation_equal_the_rescoring(causal):
+    # generate_scored keeps each token's log-prob; ar_token_probs uses them instead of a second pass over the
+    # prompt where the re-encoded answer is the generated prefix, and rescores the rest
+    # (trailing spaces: the tiny word-level tokenizer decodes without a leading space; a generated [PAD] id
+    # vanishes from the decoded text, so that row's re-encoded answer differs and it is rescored)
+    prompts = ["the cat sat ", "a dog ", "one two three four five ", "the "]
+    gens = causal.generate_scored(prompts, max_new_tokens=5, temperature=0.0, stop=["house"], batch_size=3)
+    outputs = [g.text for g in gens]
+    assert all(len(g.chosen) == len(g.max) == len(g.token_ids) for g in gens)
+    n0 = causal.nfe
+    fast = ar_token_probs(causal, prompts, outputs, generated=gens, batch_size=1)
+    n_fast, n0 = causal.nfe - n0, causal.nfe
+    slow = ar_token_probs(causal, prompts, outputs, batch_size=1)
+    assert causal.nfe - n0 == 4 and n_fast < 4  # one rescoring pass per row without the generation's numbers
+    used = 0
+    for g, a, b in zip(gens, fast, slow):
+        assert a.n_tokens == b.n_tokens and len(a.chosen) == len(b.chosen)
+        np.testing.assert_allclose(a.chosen, b.chosen, atol=1e-5)
+        np.testing.assert_allclose(a.max, b.max, atol=1e-5)
+        used += bool(a.n_tokens > 0 and np.array_equal(a.chosen, g.chosen[: a.n_tokens]))
+    assert used == 4 - n_fast >= 1
+    # a temperature samples other tokens but the log-probs stay the model's own (untempered) ones
+    hot = causal.generate_scored(prompts, max_new_tokens=4, temperature=1.5, seed=2, batch_size=4)
+    texts = [g.text for g in hot]
+    for a, b in zip(
+        ar_token_probs(causal, prompts, texts, generated=hot), ar_token_probs(causal, prompts, texts)
+    ):
+        np.testing.assert_allclose(a.chosen, b.chosen, atol=1e-5)
+    with pytest.raises(InputError, match="generations for"):
+        ar_token_probs(causal, prompts, outputs, generated=gens[:1])
+
+
 def test_ar_token_probs_last_positions_path_equals_the_full_pass(causal, monkeypatch):
     # left padding + logits of the last K positions only: the same numbers as right padding + every position,
     # for rows of different prompt and answer lengths in one batch

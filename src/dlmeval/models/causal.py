@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,21 @@ from dlmeval.models.base import (
     state_dict_sha256,
 )
 from dlmeval.seeding import derive_seed, torch_generator
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated continuation: ``text`` (decoded, cut at the first stop string), the generated ``token_ids``
+    (before that cut, EOS excluded), per token its log-probability under the model's own distribution (``chosen``,
+    untempered, whatever the sampling temperature) and the largest log-probability at that step (``max``).
+    ``prompt_tokens``: how many prompt tokens it was conditioned on (fewer than the prompt has when it was cut to
+    leave room for ``max_new_tokens``)."""
+
+    text: str
+    token_ids: list[int]
+    chosen: np.ndarray
+    max: np.ndarray
+    prompt_tokens: int
 
 
 class CausalLM(_TokenizerMixin):
@@ -263,8 +279,38 @@ class CausalLM(_TokenizerMixin):
         batch_size: int = 8,
     ) -> list[str]:
         """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i])."""
+        return [
+            g.text
+            for g in self.generate_scored(
+                prompts,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                stop=stop,
+                seed=seed,
+                item_ids=item_ids,
+                batch_size=batch_size,
+            )
+        ]
+
+    @torch.no_grad()
+    def generate_scored(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] = (),
+        seed: int = 0,
+        item_ids: Sequence[str] | None = None,
+        batch_size: int = 8,
+    ) -> list[Generation]:
+        """:meth:`generate`, keeping each generated token's log-probability under the model (untempered) and the
+        largest log-probability at its step, read off the logits the generation computed anyway (see
+        :class:`Generation`)."""
         item_ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(prompts))]
-        outs = [""] * len(prompts)
+        outs: list[Generation | None] = [None] * len(prompts)
         for s in range(0, len(prompts), batch_size):
             idx = list(range(s, min(len(prompts), s + batch_size)))
             res = self._generate_batch(
@@ -278,7 +324,7 @@ class CausalLM(_TokenizerMixin):
             )
             for i, r in zip(idx, res):
                 outs[i] = r
-        return outs
+        return outs  # type: ignore[return-value]
 
     def _generate_batch(self, prompts, item_ids, max_new, temperature, top_p, stop, seed):
         old = self.padding_side
@@ -291,6 +337,8 @@ class CausalLM(_TokenizerMixin):
         gens = [torch_generator(derive_seed(seed, "generate", iid)) for iid in item_ids]
         b = ids.shape[0]
         new = [[] for _ in range(b)]
+        chosen: list[list[float]] = [[] for _ in range(b)]
+        best: list[list[float]] = [[] for _ in range(b)]
         done = [False] * b
         past = None
         cur_ids, cur_attn = ids, attn
@@ -311,6 +359,8 @@ class CausalLM(_TokenizerMixin):
             self.rows_forwarded += b
             past = getattr(out, _CACHE_KW)
             logits = out.logits[:, -1].float()
+            logp = torch.log_softmax(logits, dim=-1)
+            top = logp.max(dim=-1).values.tolist()
             nxt = []
             for r in range(b):
                 nxt.append(_pick(logits[r], temperature, top_p, gens[r]))
@@ -321,6 +371,8 @@ class CausalLM(_TokenizerMixin):
                     done[r] = True
                     continue
                 new[r].append(t)
+                chosen[r].append(float(logp[r, t]))
+                best[r].append(top[r])
                 if stop and any(x in self.decode(new[r]) for x in stop):
                     done[r] = True
             if all(done):
@@ -330,15 +382,15 @@ class CausalLM(_TokenizerMixin):
                 [cur_attn, torch.ones(b, 1, dtype=cur_attn.dtype, device=self.device)], dim=1
             )
             cur_pos = cur_pos[:, -1:] + 1
-        texts = []
+        res = []
         for r in range(b):
             t = self.decode(new[r])
             for x in stop:
                 k = t.find(x)
                 if k >= 0:
                     t = t[:k]
-            texts.append(t)
-        return texts
+            res.append(Generation(t, list(new[r]), np.asarray(chosen[r]), np.asarray(best[r]), len(seqs[r])))
+        return res
 
 
 def _pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:

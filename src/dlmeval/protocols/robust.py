@@ -851,8 +851,7 @@ def _answer(spec, entry: ModelEntry, model, task, prompts: list, item_ids: list[
         return outputs, tps, extra
     if any(not isinstance(p, str) for p in prompts):
         raise InputError("an autoregressive model generates from prompt texts, not token ids")
-    outputs = model.generate(
-        prompts,
+    kw = dict(
         max_new_tokens=_task_spec(spec, task.name).ar_tokens,
         temperature=spec.ar.temperature,
         top_p=spec.ar.top_p,
@@ -861,7 +860,13 @@ def _answer(spec, entry: ModelEntry, model, task, prompts: list, item_ids: list[
         item_ids=item_ids,
         batch_size=spec.ar.batch_size,
     )
-    tps = ar_token_probs(model, prompts, outputs, batch_size=spec.ar.batch_size)
+    if hasattr(model, "generate_scored"):  # the confidences come with the generation: no rescoring pass
+        gens = model.generate_scored(prompts, **kw)
+        outputs = [g.text for g in gens]
+        tps = ar_token_probs(model, prompts, outputs, batch_size=spec.ar.batch_size, generated=gens)
+    else:
+        outputs = model.generate(prompts, **kw)
+        tps = ar_token_probs(model, prompts, outputs, batch_size=spec.ar.batch_size)
     return outputs, tps, extra
 
 

@@ -309,22 +309,45 @@ def _split(model, prompt: str, output: str) -> tuple[list[int], list[int]]:
 
 @torch.no_grad()
 def ar_token_probs(
-    model, prompts: Sequence[str], outputs: Sequence[str], *, batch_size: int = 8
+    model,
+    prompts: Sequence[str],
+    outputs: Sequence[str],
+    *,
+    batch_size: int = 8,
+    generated: Sequence[Any] | None = None,
 ) -> list[TokenProbs]:
     """Per-token ``chosen`` (= ``commit``) and ``max`` log-probabilities of AR generations under causal masking.
 
     ``prompts[b]`` is the exact prompt text that was generated from (after the chat template), ``outputs[b]`` the
     generated text. An empty output is scored by the model's first EOS id after the prompt.
+
+    ``generated`` (the :class:`~dlmeval.models.causal.Generation` objects of ``CausalLM.generate_scored``, one per
+    row) saves the rescoring pass: where the answer's tokens (the text re-encoded after the prompt) are the first
+    tokens the generation produced from the whole prompt, their log-probabilities are the ones the generation
+    computed, which are the same numbers up to float rounding. Other rows (and empty answers) are rescored.
     """
     from dlmeval.models.base import length_sorted_batches
 
     if len(prompts) != len(outputs):
         raise InputError(f"{len(prompts)} prompts but {len(outputs)} outputs")
+    if generated is not None and len(generated) != len(prompts):
+        raise InputError(f"{len(generated)} generations for {len(prompts)} prompts")
     eos = list(model.eos_token_ids)
     seqs, starts, n_answer = [], [], []
-    for p, o in zip(prompts, outputs):
+    out: list[TokenProbs | None] = [None] * len(prompts)
+    for i, (p, o) in enumerate(zip(prompts, outputs)):
         ctx, cont = _split(model, p, o)
         n_answer.append(len(cont))
+        g = generated[i] if generated is not None else None
+        if g is not None and len(ctx) == g.prompt_tokens and ctx:
+            n = len(cont)
+            if n and list(cont) == list(g.token_ids[:n]):
+                out[i] = TokenProbs(
+                    max=np.asarray(g.max[:n], dtype=np.float64),
+                    chosen=np.asarray(g.chosen[:n], dtype=np.float64),
+                    commit=np.asarray(g.chosen[:n], dtype=np.float64),
+                    n_tokens=n,
+                )
         if not cont and eos:
             cont = [int(eos[0])]
         if not ctx and model.bos_token_id is not None:
@@ -332,11 +355,12 @@ def ar_token_probs(
         ids = (ctx + cont)[-model.max_length :]
         seqs.append(ids)
         starts.append(max(1, len(ids) - len(cont)))
-    out: list[TokenProbs | None] = [None] * len(seqs)
+    todo = [i for i in range(len(seqs)) if out[i] is None]
     # Left padding puts every row's answer at the end, so the vocabulary projection (and the log-softmax) can be
     # limited to the last K positions, K covering the longest answer of the batch plus the position before it.
     lean = bool(getattr(model, "keeps_last_logits", lambda: False)())
-    for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
+    for sub in length_sorted_batches([len(seqs[i]) for i in todo], batch_size=batch_size):
+        batch = [todo[k] for k in sub]
         old_side = model.padding_side
         if lean:
             model.padding_side = "left"  # also makes forward() pass position ids that skip the padding
@@ -347,9 +371,8 @@ def ar_token_probs(
             logits = model.forward(ids, attn, **({"logits_to_keep": keep} if lean else {})).logits.float()
         finally:
             model.padding_side = old_side
-        lp = torch.log_softmax(
-            logits[:, :-1], dim=-1
-        )  # kept column c predicts padded column width - keep + c + 1
+        # kept column c predicts padded column width - keep + c + 1
+        lp = torch.log_softmax(logits[:, :-1], dim=-1)
         tgt = ids[:, width - keep + 1 :]
         chosen = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
         mx = lp.max(dim=-1).values.double().cpu().numpy()
