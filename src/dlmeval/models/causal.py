@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -266,32 +267,11 @@ class CausalLM(_TokenizerMixin):
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
-    def generate(
-        self,
-        prompts: Sequence[str],
-        *,
-        max_new_tokens: int = 64,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] = (),
-        seed: int = 0,
-        item_ids: Sequence[str] | None = None,
-        batch_size: int = 8,
-    ) -> list[str]:
-        """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i])."""
-        return [
-            g.text
-            for g in self.generate_scored(
-                prompts,
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                stop=stop,
-                seed=seed,
-                item_ids=item_ids,
-                batch_size=batch_size,
-            )
-        ]
+    def generate(self, prompts: Sequence[str], **kw: Any) -> list[str]:
+        """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i]). Takes the
+        keywords of :meth:`generate_scored` (``max_new_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``,
+        ``item_ids``, ``batch_size``) and returns the texts."""
+        return [g.text for g in self.generate_scored(prompts, **kw)]
 
     @torch.no_grad()
     def generate_scored(
@@ -306,7 +286,8 @@ class CausalLM(_TokenizerMixin):
         item_ids: Sequence[str] | None = None,
         batch_size: int = 8,
     ) -> list[Generation]:
-        """:meth:`generate`, keeping each generated token's log-probability under the model (untempered) and the
+        """Greedy (temperature 0) or sampled continuations, row i's draws from (seed, item_ids[i]), keeping each
+        generated token's log-probability under the model (untempered) and the
         largest log-probability at its step, read off the logits the generation computed anyway (see
         :class:`Generation`)."""
         item_ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(prompts))]
