@@ -74,6 +74,7 @@ class CausalLM(_TokenizerMixin):
         self.nfe = 0
         self.rows_forwarded = 0
         self._sha = weights_sha256
+        self._keeps_last: bool | None = None  # whether the module takes logits_to_keep (read on first use)
 
     # ------------------------------------------------------------------ identity
     def identity(self) -> ModelIdentity:
@@ -120,9 +121,7 @@ class CausalLM(_TokenizerMixin):
         x = input_ids if input_ids is not None else inputs_embeds
         if x.shape[1] > self.max_length:
             raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
-        kw = {}
-        if logits_to_keep > 0 and self.keeps_last_logits():
-            kw["logits_to_keep"] = int(logits_to_keep)
+        kw = self._last_only(logits_to_keep) if logits_to_keep > 0 else {}
         if attention_mask is not None and self.padding_side == "left":
             kw["position_ids"] = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         if output_attentions:
@@ -139,8 +138,15 @@ class CausalLM(_TokenizerMixin):
         return out
 
     def keeps_last_logits(self) -> bool:
-        """Whether the module can return the logits of the last positions only (``logits_to_keep``)."""
-        return _takes(self.module, "logits_to_keep")
+        """Whether the module can return the logits of the last positions only (``logits_to_keep``); read off the
+        module's signature once."""
+        if self._keeps_last is None:
+            self._keeps_last = _takes(self.module, "logits_to_keep")
+        return self._keeps_last
+
+    def _last_only(self, k: int) -> dict[str, int]:
+        """The module keyword asking for the last ``k`` positions' logits, where the module takes it."""
+        return {"logits_to_keep": int(k)} if self.keeps_last_logits() else {}
 
     @torch.no_grad()
     def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -208,9 +214,8 @@ class CausalLM(_TokenizerMixin):
         conts = list(continuations)
         if not conts:
             return []
-        pairs = [self._split(context, x) for x in conts]
         seqs = []
-        for ctx, cont in pairs:
+        for ctx, cont in (self._split(context, x) for x in conts):
             if not ctx and self.bos_token_id is not None:
                 ctx = [self.bos_token_id]
             seqs.append((ctx + cont, len(ctx)))
@@ -218,19 +223,22 @@ class CausalLM(_TokenizerMixin):
         first = seqs[0][0]
         while shared > 0 and any(s[:shared] != first[:shared] for s, _ in seqs):
             shared -= 1
-        if shared < 1 or max(len(s) for s, _ in seqs) > self.max_length or len(conts) < 2:
+
+        def separately() -> list[np.ndarray]:
             return self.continuation_logprobs([context] * len(conts), conts, batch_size=max(1, len(conts)))
+
+        if shared < 1 or max(len(s) for s, _ in seqs) > self.max_length or len(conts) < 2:
+            return separately()
         dev = self.device
         prefix = torch.tensor([first[:shared]], device=dev)
-        kw = {"use_cache": True}
-        if _takes(self.module, "logits_to_keep"):
-            kw["logits_to_keep"] = 1
-        out = self.module(input_ids=prefix, attention_mask=torch.ones_like(prefix), **kw)
+        out = self.module(
+            input_ids=prefix, attention_mask=torch.ones_like(prefix), use_cache=True, **self._last_only(1)
+        )
         self.nfe += 1
         self.rows_forwarded += 1
         past = getattr(out, _CACHE_KW, None)
         if past is None or not hasattr(past, "batch_repeat_interleave"):
-            return self.continuation_logprobs([context] * len(conts), conts, batch_size=max(1, len(conts)))
+            return separately()
         last = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token `shared`
         rests = [s[shared:] for s, _ in seqs]
         k, m = len(rests), max(len(r) for r in rests)
@@ -287,9 +295,8 @@ class CausalLM(_TokenizerMixin):
         batch_size: int = 8,
     ) -> list[Generation]:
         """Greedy (temperature 0) or sampled continuations, row i's draws from (seed, item_ids[i]), keeping each
-        generated token's log-probability under the model (untempered) and the
-        largest log-probability at its step, read off the logits the generation computed anyway (see
-        :class:`Generation`)."""
+        generated token's log-probability under the model (untempered) and the largest log-probability at its
+        step, read off the logits the generation computed anyway (see :class:`Generation`)."""
         item_ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(prompts))]
         outs: list[Generation | None] = [None] * len(prompts)
         for s in range(0, len(prompts), batch_size):
@@ -325,15 +332,15 @@ class CausalLM(_TokenizerMixin):
         cur_ids, cur_attn = ids, attn
         pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
         cur_pos = pos
-        # only the last position's logits are read: skip the vocabulary projection of the rest of the prompt
-        keep = {"logits_to_keep": 1} if _takes(self.module, "logits_to_keep") else {}
         for _ in range(max_new):
             out = self.module(
                 input_ids=cur_ids,
                 attention_mask=cur_attn,
                 position_ids=cur_pos,
                 use_cache=True,
-                **keep,
+                **self._last_only(
+                    1
+                ),  # only the last position is read: no projection of the rest of the prompt
                 **({_CACHE_KW: past} if past is not None else {}),
             )
             self.nfe += 1
