@@ -171,6 +171,22 @@ class _TokenizerMixin:
         return torch.zeros(attention_mask.shape[0], dtype=torch.long, device=attention_mask.device)
 
 
+def position_pairs(
+    positions: torch.Tensor | tuple[torch.Tensor, torch.Tensor], shape: tuple[int, ...] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(batch_index, position)`` of a positions argument (:meth:`DiffusionLM.logits_at`): a pair of 1-d long
+    tensors as given, or the ``nonzero()`` of a bool mask (of ``shape`` when given)."""
+    if isinstance(positions, tuple):
+        bi, pi = positions
+        if bi.shape != pi.shape or bi.dim() != 1:
+            raise InputError("positions as (batch_index, position) needs two 1-d tensors of one length")
+        return bi, pi
+    if positions.dtype != torch.bool or (shape is not None and tuple(positions.shape) != shape):
+        raise InputError(f"positions must be a boolean mask{f' of shape {shape}' if shape else ''}")
+    bi, pi = positions.nonzero(as_tuple=True)
+    return bi, pi
+
+
 def length_sorted_batches(
     lengths: Sequence[int], *, batch_size: int | None = None, max_tokens: int | None = None
 ) -> Iterator[list[int]]:
@@ -357,14 +373,7 @@ class DiffusionLM(_TokenizerMixin):
         neither the full ``[B, L, V]`` projection nor a gather out of it is paid for positions nobody reads (the
         sampler's path)."""
         b = self._checked(input_ids, None)
-        if isinstance(positions, tuple):
-            bi, pi = positions
-            if bi.shape != pi.shape or bi.dim() != 1:
-                raise InputError("positions as (batch_index, position) needs two 1-d tensors of one length")
-        else:
-            if positions.dtype != torch.bool or positions.shape != input_ids.shape:
-                raise InputError(f"positions must be a boolean mask of shape {tuple(input_ids.shape)}")
-            bi, pi = positions.nonzero(as_tuple=True)
+        bi, pi = position_pairs(positions, tuple(input_ids.shape))
         out = self._run(input_ids, attention_mask, None, False)
         self._count(b)
         src = self._source_positions(bi, pi, attention_mask)

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from dlmeval.errors import InputError
+from dlmeval.models.base import position_pairs
 
 BASES = ("max", "chosen", "commit")
 AGGREGATIONS = ("geo", "mean", "min")
@@ -236,7 +237,7 @@ class CommitRecorder:
     ) -> torch.Tensor:
         """The sampler's path (logits at the positions it reads); records the masked ones among them."""
         out = self._model.logits_at(input_ids, attention_mask, positions)
-        rows, cols = positions if isinstance(positions, tuple) else positions.nonzero(as_tuple=True)
+        rows, cols = position_pairs(positions)
         sel = input_ids[rows, cols] == self._model.mask_token_id
         self._record(rows[sel], cols[sel], out[sel])
         return out

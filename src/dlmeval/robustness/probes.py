@@ -72,7 +72,7 @@ import numpy as np
 import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import length_sorted_batches
+from dlmeval.models.base import length_sorted_batches, position_pairs
 from dlmeval.seeding import derive_seed, numpy_rng
 
 
@@ -359,7 +359,7 @@ class _RecordingModel:
     ) -> torch.Tensor:
         # the trajectory needs every generated position, not only those the sampler reads: one full pass
         out = self.logits(input_ids, attention_mask)
-        bi, pi = positions if isinstance(positions, tuple) else positions.nonzero(as_tuple=True)
+        bi, pi = position_pairs(positions)
         return out[bi, pi]
 
 
