@@ -203,6 +203,33 @@ def test_shared_context_logprobs_equal_separate_passes_in_two_forward_calls():
     assert c.shared_context_logprobs(ctx, []) == []
 
 
+def test_choice_logprobs_batch_requests_with_different_prefixes_in_two_calls_per_batch():
+    # many items' multiple-choice requests: left-padded prefixes of different lengths in one pass, then every
+    # remainder of every request in one pass; equal to separate plain passes, whatever the batch size
+    c = tiny_model("causal")
+    reqs = [
+        ("the cat sat on the", [" mat", " big red house", " dog"]),
+        ("a", [" one two three four", " b"]),
+        ("one two three four five six seven", [" eight", " nine ten", " x", " y z"]),
+        ("the dog", [" runs"]),  # a single choice: the plain path
+        ("", [" a b", " c"]),  # an empty context starts at BOS
+        ("the sun", []),
+    ]
+    want = [c.continuation_logprobs([cx] * len(ch), ch) for cx, ch in reqs]
+    for bs in (1, 2, 16):
+        n0 = c.nfe
+        got = c.choice_logprobs(reqs, batch_size=bs)
+        shared = 4  # requests with a shared prefix and two or more choices
+        assert c.nfe - n0 == 2 * -(-shared // bs) + 1  # + the single choice's plain pass
+        assert [len(g) for g in got] == [len(ch) for _, ch in reqs]
+        for g, w in zip(got, want):
+            for a, b in zip(g, w):
+                assert len(a) == len(b) > 0
+                assert np.abs(a - b).max() < 1e-5
+    with pytest.raises(InputError, match="batch_size"):
+        c.choice_logprobs(reqs, batch_size=0)
+
+
 def test_causal_generation_is_seeded_per_item_and_batch_invariant():
     c = tiny_model("causal")
     prompts = ["the cat", "a dog runs", "one two"]

@@ -14,9 +14,11 @@ from dlmeval.tasks import (
     ARC_CHALLENGE,
     GSM8K_TASK,
     TRIVIAQA,
+    ChoiceScorer,
     alias_match,
     argmax_choice,
     causal_choice_logprobs,
+    causal_choice_logprobs_many,
     causal_choice_scorer,
     chat_formatter,
     evaluate_choices,
@@ -238,6 +240,28 @@ def test_evaluate_choices_with_a_callable_scorer_keeps_options_clean():
     )  # no space after a chat header
     with pytest.raises(InputError, match="scores"):
         evaluate_choices([ARC_ITEM], lambda c, x: [1.0])
+
+
+def test_evaluate_choices_sends_every_item_to_a_batched_scorer_in_one_call(tiny_causal):
+    calls = []
+
+    def many(requests):
+        calls.append(len(requests))
+        return [[float(len(c)) for c in conts] for _, conts in requests]
+
+    items = [ARC_ITEM, ARC_ITEM, ARC_ITEM]
+    rs = evaluate_choices(items, ChoiceScorer(many), perturbation=Perturbation.of("keyboard", 0.3), seed=0)
+    assert calls == [3] and [r.prediction for r in rs] == [1, 1, 1]
+    assert ChoiceScorer(many)("ctx", ["ab", "c"]) == [2.0, 1.0] and calls[-1] == 1
+    with pytest.raises(InputError, match="2 results for 3 requests"):
+        evaluate_choices(items, ChoiceScorer(lambda reqs: [[1.0] * 4] * 2))
+    # the causal scorer's batched path equals scoring one item at a time
+    reqs = [("the cat", [" sat", " runs fast"]), ("a dog", [" b", " c d", " e"])]
+    batched = causal_choice_logprobs_many(tiny_causal, reqs, batch_size=2)
+    for (cx, ch), got in zip(reqs, batched):
+        assert [g.total for g in got] == pytest.approx(
+            [g.total for g in causal_choice_logprobs(tiny_causal, cx, ch)]
+        )
 
 
 def test_argmax_choice_ignores_nan_and_breaks_ties_low():

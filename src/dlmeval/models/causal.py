@@ -206,71 +206,126 @@ class CausalLM(_TokenizerMixin):
 
     @torch.no_grad()
     def shared_context_logprobs(self, context: str, continuations: Sequence[str]) -> list[np.ndarray]:
-        """:meth:`continuation_logprobs` for several continuations of one context (multiple choice), with the
-        tokens all of them share run once and their KV cache reused: about ``k`` times fewer tokens through the
-        model for ``k`` choices of a long prompt. Two forward passes (the shared prefix, then every remainder in
-        one batch), counted in ``nfe``. Falls back to :meth:`continuation_logprobs` when the inputs need
-        truncating, share nothing, or the module takes no cache. Same numbers up to float rounding."""
-        conts = list(continuations)
-        if not conts:
-            return []
-        seqs = []
-        for ctx, cont in (self._split(context, x) for x in conts):
-            if not ctx and self.bos_token_id is not None:
-                ctx = [self.bos_token_id]
-            seqs.append((ctx + cont, len(ctx)))
-        shared = min(n for _, n in seqs)  # never past a context's end: every continuation token is scored
-        first = seqs[0][0]
-        while shared > 0 and any(s[:shared] != first[:shared] for s, _ in seqs):
-            shared -= 1
+        """:meth:`continuation_logprobs` for several continuations of one context (multiple choice): one request
+        of :meth:`choice_logprobs`."""
+        return self.choice_logprobs([(context, continuations)])[0]
 
-        def separately() -> list[np.ndarray]:
-            return self.continuation_logprobs([context] * len(conts), conts, batch_size=max(1, len(conts)))
+    @torch.no_grad()
+    def choice_logprobs(
+        self, requests: Sequence[tuple[str, Sequence[str]]], *, batch_size: int = 16
+    ) -> list[list[np.ndarray]]:
+        """Per-token log-probabilities of each continuation of each ``(context, continuations)`` request (multiple
+        choice over many items), as :meth:`continuation_logprobs` gives them, with the tokens a request's
+        continuations share run once and their KV cache reused: about ``k`` times fewer tokens through the model
+        for ``k`` choices of a long prompt.
 
-        if shared < 1 or max(len(s) for s, _ in seqs) > self.max_length or len(conts) < 2:
-            return separately()
+        Up to ``batch_size`` requests go through the model together, sorted by the length of their shared
+        prefix: two forward passes per batch (the left-padded prefixes, then every remainder of every request in
+        one batch), counted in ``nfe``. A request whose inputs need truncating, whose continuations share no
+        token, or that has a single continuation goes through :meth:`continuation_logprobs`, as does everything
+        when the module takes no cache. Same numbers up to float rounding."""
+        from dlmeval.models.base import length_sorted_batches
+
+        if batch_size < 1:
+            raise InputError(f"batch_size must be at least 1, got {batch_size}")
+        out: list[list[np.ndarray]] = [[] for _ in requests]
+        plans: dict[int, tuple[list[tuple[list[int], int]], int]] = {}  # request -> (sequences, shared)
+        plain: list[int] = []
+        for r, (context, conts) in enumerate(requests):
+            seqs = []
+            for ctx, cont in (self._split(context, x) for x in conts):
+                if not ctx and self.bos_token_id is not None:
+                    ctx = [self.bos_token_id]
+                seqs.append((ctx + cont, len(ctx)))
+            if not seqs:
+                continue
+            # the prefix never passes a context's end: every continuation token is scored
+            shared = min(n for _, n in seqs)
+            first = seqs[0][0]
+            while shared > 0 and any(s[:shared] != first[:shared] for s, _ in seqs):
+                shared -= 1
+            if shared < 1 or max(len(s) for s, _ in seqs) > self.max_length or len(seqs) < 2:
+                plain.append(r)
+            else:
+                plans[r] = (seqs, shared)
+        order = list(plans)
+        for batch in length_sorted_batches([plans[r][1] for r in order], batch_size=batch_size):
+            rs = [order[i] for i in batch]
+            got = self._shared_prefix_batch([plans[r] for r in rs])
+            if got is None:  # the module keeps no usable cache
+                plain += rs
+                continue
+            for r, lps in zip(rs, got):
+                out[r] = lps
+        if plain:
+            flat = [(r, c) for r in plain for c in requests[r][1]]
+            lps = self.continuation_logprobs(
+                [requests[r][0] for r, _ in flat], [c for _, c in flat], batch_size=batch_size
+            )
+            for (r, _), lp in zip(flat, lps):
+                out[r].append(lp)
+        return out
+
+    def _shared_prefix_batch(self, plans: list[tuple[list[tuple[list[int], int]], int]]):
+        """The two passes of :meth:`choice_logprobs` for one batch of requests; None without a usable cache."""
         dev = self.device
-        prefix = torch.tensor([first[:shared]], device=dev)
+        g = len(plans)
+        p = max(shared for _, shared in plans)
+        ids = torch.full((g, p), self.pad_token_id, dtype=torch.long, device=dev)
+        attn = torch.zeros((g, p), dtype=torch.long, device=dev)
+        for i, (seqs, shared) in enumerate(plans):  # left padding: every prefix ends at column p - 1
+            ids[i, p - shared :] = torch.tensor(seqs[0][0][:shared], device=dev)
+            attn[i, p - shared :] = 1
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
         out = self.module(
-            input_ids=prefix, attention_mask=torch.ones_like(prefix), use_cache=True, **self._last_only(1)
+            input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **self._last_only(1)
         )
         self.nfe += 1
-        self.rows_forwarded += 1
+        self.rows_forwarded += g
         past = getattr(out, _CACHE_KW, None)
-        if past is None or not hasattr(past, "batch_repeat_interleave"):
-            return separately()
-        last = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token `shared`
-        rests = [s[shared:] for s, _ in seqs]
-        k, m = len(rests), max(len(r) for r in rests)
-        results: list[np.ndarray] = []
+        if past is None or not hasattr(past, "batch_select_indices"):
+            return None
+        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)  # row i predicts its token `shared`
+        rows = [(i, s[shared:]) for i, (seqs, shared) in enumerate(plans) for s, _ in seqs]
+        m = max(len(rest) for _, rest in rows)
         lp_rest = None
         if m > 1:  # the remainders' own tokens (all but each one's last) predict the tokens after them
-            ids = torch.full((k, m - 1), self.pad_token_id, dtype=torch.long, device=dev)
-            attn = torch.zeros((k, shared + m - 1), dtype=torch.long, device=dev)
-            attn[:, :shared] = 1
-            for i, r in enumerate(rests):
-                n = len(r) - 1
+            k = len(rows)
+            owner = torch.tensor([i for i, _ in rows], device=dev)
+            rids = torch.full((k, m - 1), self.pad_token_id, dtype=torch.long, device=dev)
+            rattn = torch.zeros((k, m - 1), dtype=torch.long, device=dev)
+            for j, (_, rest) in enumerate(rows):
+                n = len(rest) - 1
                 if n > 0:
-                    ids[i, :n] = torch.tensor(r[:n], device=dev)
-                    attn[i, shared : shared + n] = 1
-            past.batch_repeat_interleave(k)
-            pos = (shared + torch.arange(m - 1, device=dev)).unsqueeze(0).expand(k, -1)
+                    rids[j, :n] = torch.tensor(rest[:n], device=dev)
+                    rattn[j, :n] = 1
+            past.batch_select_indices(owner)
+            starts = torch.tensor([plans[i][1] for i, _ in rows], device=dev)
+            rpos = starts.unsqueeze(1) + torch.arange(m - 1, device=dev).unsqueeze(0)
             out2 = self.module(
-                input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **{_CACHE_KW: past}
+                input_ids=rids,
+                attention_mask=torch.cat([attn[owner], rattn], dim=1),
+                position_ids=rpos,
+                use_cache=True,
+                **{_CACHE_KW: past},
             )
             self.nfe += 1
             self.rows_forwarded += k
             lp_rest = torch.log_softmax(out2.logits.float(), dim=-1)  # [k, m - 1, V]
-        for i, (seq, n_ctx) in enumerate(seqs):
-            vals = []
-            for j in range(n_ctx, len(seq)):  # scored tokens: the continuation's
-                rel = j - shared  # index of token j inside the remainder
-                if rel == 0:
-                    vals.append(float(last[seq[j]]))
-                else:
-                    assert lp_rest is not None
-                    vals.append(float(lp_rest[i, rel - 1, seq[j]]))
-            results.append(np.asarray(vals, dtype=np.float64))
+        results: list[list[np.ndarray]] = [[] for _ in plans]
+        j = 0
+        for i, (seqs, shared) in enumerate(plans):
+            for seq, n_ctx in seqs:
+                vals = []
+                for t in range(n_ctx, len(seq)):  # scored tokens: the continuation's
+                    rel = t - shared  # index of token t inside the remainder
+                    if rel == 0:
+                        vals.append(float(last[i, seq[t]]))
+                    else:
+                        assert lp_rest is not None
+                        vals.append(float(lp_rest[j, rel - 1, seq[t]]))
+                results[i].append(np.asarray(vals, dtype=np.float64))
+                j += 1
         return results
 
     # ------------------------------------------------------------------ generation

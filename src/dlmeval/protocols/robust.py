@@ -902,7 +902,7 @@ def _generation_chunk(spec, entry, model, task_name, cond, seed, chunk, state) -
 
 def _likelihood_chunk(spec, entry, model, task_name, cond, seed, chunk, state) -> list[dict]:
     from dlmeval.robustness.calibration import choice_confidence
-    from dlmeval.tasks import causal_choice_scorer, chat_formatter, evaluate_choices, get_task
+    from dlmeval.tasks import ChoiceScorer, causal_choice_scorer, chat_formatter, evaluate_choices, get_task
 
     task = get_task(task_name)
     pert = _perturbation(cond)
@@ -923,14 +923,24 @@ def _likelihood_chunk(spec, entry, model, task_name, cond, seed, chunk, state) -
             )
         chat = bool(getattr(model, "has_chat_template", False))
 
-        def score(context: str, conts: Sequence[str]) -> list[float]:
-            # the options follow the question as its own text: the assistant turn for a chat model
-            cands = [c.lstrip(" ") if chat else c for c in conts]
-            return [float(x) for x in scorer.score(cands, [context] * len(cands), config="cond")["score"]]
+        def many(requests) -> list[list[float]]:
+            # every item's options in one call, so the scorer packs them into large batches; the options follow
+            # the question as its own text: the assistant turn for a chat model
+            cands = [c.lstrip(" ") if chat else c for _, conts in requests for c in conts]
+            ctxs = [ctx for ctx, conts in requests for _ in conts]
+            flat = [float(x) for x in scorer.score(cands, ctxs, config="cond")["score"]] if cands else []
+            out, i = [], 0
+            for _, conts in requests:
+                out.append(flat[i : i + len(conts)])
+                i += len(conts)
+            return out
 
+        score = ChoiceScorer(many)
         results = evaluate_choices(chunk, score, perturbation=pert, seed=pseed, scope=spec.scope, task=task)
     else:
-        score = causal_choice_scorer(model, aggregate=spec.likelihood.ar_aggregate, batch_size=4)
+        score = causal_choice_scorer(
+            model, aggregate=spec.likelihood.ar_aggregate, batch_size=spec.ar.batch_size
+        )
         results = evaluate_choices(
             chunk,
             score,

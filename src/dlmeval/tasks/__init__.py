@@ -21,8 +21,10 @@ Running (model-agnostic: a model enters as a callable)
         ``generate(prompts, item_ids) -> outputs``; returns ``ItemResult`` per item
     ``evaluate_choices(items, score_choices, perturbation=None, seed=0, scope="prompt", wrap=None)`` (ARC)
         ``score_choices(context, continuations) -> list[float]``
-    ``causal_choice_scorer(model, aggregate="mean"|"sum")``  a ``score_choices`` from ``continuation_logprobs``
+    ``causal_choice_scorer(model, aggregate="mean"|"sum")``  a ``ChoiceScorer`` from ``choice_logprobs``
+    ``ChoiceScorer(many)``  a ``score_choices`` that also scores many ``(context, choices)`` requests at once
     ``causal_choice_logprobs(model, context, choices) -> [ChoiceLogprob(total, mean, n_tokens)]``
+    ``causal_choice_logprobs_many(model, requests) -> [[ChoiceLogprob, ...], ...]``  batched across requests
 
 Extractors: ``extract_gsm8k_answer(text)``, ``extract_choice(text, choices=None)``, ``normalize_answer(text)``,
 ``alias_match(prediction, aliases)``.
@@ -40,12 +42,14 @@ from dlmeval.tasks.arc import (
 )
 from dlmeval.tasks.base import (
     ChoiceLogprob,
+    ChoiceScorer,
     ItemResult,
     Prompt,
     Task,
     UserMessage,
     argmax_choice,
     causal_choice_logprobs,
+    causal_choice_logprobs_many,
     causal_choice_scorer,
     chat_formatter,
     evaluate_generation,
@@ -92,6 +96,8 @@ __all__ = [
     "arc_question",
     "argmax_choice",
     "causal_choice_logprobs",
+    "causal_choice_logprobs_many",
+    "ChoiceScorer",
     "causal_choice_scorer",
     "chat_formatter",
     "evaluate_choices",

@@ -27,6 +27,7 @@ from dlmeval.tasks.base import (
     argmax_choice,
     fill,
     perturb_prompt,
+    score_requests,
 )
 from dlmeval.tasks.triviaqa import normalize_answer
 
@@ -153,16 +154,20 @@ def evaluate_choices(
     wrap: Callable[[str], str] | None = None,
     task: ARCChallenge = ARC_CHALLENGE,
 ) -> list[ItemResult]:
-    """Likelihood evaluation: the argmax of ``score_choices(context, continuations)`` per item.
+    """Likelihood evaluation: the argmax of ``score_choices(context, continuations)`` per item (every item's
+    request in one call of a :class:`~dlmeval.tasks.base.ChoiceScorer`).
 
     ``wrap`` (e.g. ``chat_formatter(model)``) turns the user message into the model's prompt; with a wrap the
     continuations carry no leading space.
     """
+    reqs = [
+        task.choice_request(it, perturbation, seed=seed, scope=scope, chat=wrap is not None) for it in items
+    ]
+    contexts = [wrap(msg.text) if wrap is not None else msg.text for msg, _ in reqs]
+    all_scores = score_requests(score_choices, [(c, conts) for c, (_, conts) in zip(contexts, reqs)])
     out = []
-    for it in items:
-        msg, conts = task.choice_request(it, perturbation, seed=seed, scope=scope, chat=wrap is not None)
-        context = wrap(msg.text) if wrap is not None else msg.text
-        scores = [float(s) for s in score_choices(context, conts)]
+    for it, (msg, conts), context, got in zip(items, reqs, contexts, all_scores):
+        scores = [float(s) for s in got]
         if len(scores) != len(conts):
             raise InputError(f"score_choices returned {len(scores)} scores for {len(conts)} choices")
         pred = argmax_choice(scores)

@@ -6,7 +6,8 @@ A model enters only as a callable:
 * ``Generate = (prompts, item_ids) -> outputs`` for generation (a CausalLM's ``generate``, a diffusion sampler);
 * ``ScoreChoices = (context, choices) -> list[float]`` for likelihood scoring (higher = more likely):
   :func:`causal_choice_scorer` for a :class:`~dlmeval.models.causal.CausalLM`; for a diffusion LM, pass the
-  DiffScore conditional estimator wrapped into this signature.
+  DiffScore conditional estimator wrapped into this signature. A :class:`ChoiceScorer` also takes many
+  ``(context, choices)`` requests in one call, so that the model batches across items.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dlmeval.robustness.perturb import Perturbation, PerturbResult
 
 Generate = Callable[[list[str], list[str]], list[str]]
 ScoreChoices = Callable[[str, Sequence[str]], list[float]]
+ScoreChoicesMany = Callable[[Sequence[tuple[str, Sequence[str]]]], list[list[float]]]
 SCOPES = ("prompt", "question")
 
 
@@ -231,34 +233,70 @@ class ChoiceLogprob:
     n_tokens: int
 
 
+class ChoiceScorer:
+    """A :data:`ScoreChoices` that also scores many ``(context, choices)`` requests in one call (``many``), so
+    that a model batches across items instead of seeing one item's choices at a time. Build one from the batched
+    function; calling it scores a single request."""
+
+    def __init__(self, many: ScoreChoicesMany):
+        self.many = many
+
+    def __call__(self, context: str, choices: Sequence[str]) -> list[float]:
+        return self.many([(context, choices)])[0]
+
+
+def score_requests(
+    score_choices: ScoreChoices, requests: Sequence[tuple[str, Sequence[str]]]
+) -> list[list[float]]:
+    """Every request's scores: in one batched call for a :class:`ChoiceScorer`, one request at a time otherwise."""
+    many = getattr(score_choices, "many", None)
+    if many is not None:
+        got = list(many(list(requests)))
+        if len(got) != len(requests):
+            raise InputError(f"a batched scorer returned {len(got)} results for {len(requests)} requests")
+        return [list(g) for g in got]
+    return [list(score_choices(c, x)) for c, x in requests]
+
+
+def _choice_logprob(lp) -> ChoiceLogprob:
+    n = int(len(lp))
+    total = float(lp.sum()) if n else float("nan")
+    return ChoiceLogprob(total, total / n if n else float("nan"), n)
+
+
+def causal_choice_logprobs_many(
+    model: Any, requests: Sequence[tuple[str, Sequence[str]]], *, batch_size: int = 16
+) -> list[list[ChoiceLogprob]]:
+    """Log-probability of each choice as the continuation of its context under a CausalLM, for many
+    ``(context, choices)`` requests: batched across requests, each context's KV cache shared by its choices,
+    where the model offers ``choice_logprobs``."""
+    if hasattr(model, "choice_logprobs"):
+        got = model.choice_logprobs([(c, list(x)) for c, x in requests], batch_size=batch_size)
+    else:
+        got = [model.continuation_logprobs([c] * len(x), list(x), batch_size=batch_size) for c, x in requests]
+    return [[_choice_logprob(lp) for lp in lps] for lps in got]
+
+
 def causal_choice_logprobs(
     model: Any, context: str, choices: Sequence[str], *, batch_size: int = 16
 ) -> list[ChoiceLogprob]:
-    """Log-probability of each choice as the continuation of ``context`` under a CausalLM (the context's KV cache
-    shared by the choices where the model offers ``shared_context_logprobs``)."""
-    if hasattr(model, "shared_context_logprobs"):
-        lps = model.shared_context_logprobs(context, list(choices))
-    else:
-        lps = model.continuation_logprobs([context] * len(choices), list(choices), batch_size=batch_size)
-    out = []
-    for lp in lps:
-        n = int(len(lp))
-        total = float(lp.sum()) if n else float("nan")
-        out.append(ChoiceLogprob(total, total / n if n else float("nan"), n))
-    return out
+    """Log-probability of each choice as the continuation of ``context`` under a CausalLM (one request of
+    :func:`causal_choice_logprobs_many`)."""
+    return causal_choice_logprobs_many(model, [(context, choices)], batch_size=batch_size)[0]
 
 
 AGGREGATES = ("mean", "sum")
 
 
-def causal_choice_scorer(model: Any, *, aggregate: str = "mean", batch_size: int = 16) -> ScoreChoices:
-    """A :data:`ScoreChoices` for a CausalLM: per-choice mean token log-probability (``"mean"``, the default:
-    the same length normalisation as the paper's geometric-mean confidence, App. I) or the sum (``"sum"``)."""
+def causal_choice_scorer(model: Any, *, aggregate: str = "mean", batch_size: int = 16) -> ChoiceScorer:
+    """A :class:`ChoiceScorer` for a CausalLM: per-choice mean token log-probability (``"mean"``, the default:
+    the same length normalisation as the paper's geometric-mean confidence, App. I) or the sum (``"sum"``).
+    ``batch_size``: requests (items) per forward batch."""
     if aggregate not in AGGREGATES:
         raise InputError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
 
-    def score(context: str, choices: Sequence[str]) -> list[float]:
-        res = causal_choice_logprobs(model, context, choices, batch_size=batch_size)
-        return [r.mean if aggregate == "mean" else r.total for r in res]
+    def many(requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        res = causal_choice_logprobs_many(model, requests, batch_size=batch_size)
+        return [[r.mean if aggregate == "mean" else r.total for r in rs] for rs in res]
 
-    return score
+    return ChoiceScorer(many)
