@@ -126,7 +126,7 @@ class DiffScorer:
     pseudo-log-likelihood). ``weighting``: ``mlp`` (default) or ``elbo``. ``prompt``: a template with
     ``{source}`` or a name from :data:`dlmeval.scoring.configs.PROMPTS`; ``chat``: use the model's chat template
     (default: when it has one). ``batch_size`` / ``max_tokens`` bound the rows and the padded tokens of one forward
-    pass (they never change a score).
+    pass (they change a score only by float rounding).
     """
 
     def __init__(
@@ -150,7 +150,9 @@ class DiffScorer:
         self.formatter = PairFormatter(model, prompt=prompt, chat=chat)
         self.batch_size = batch_size
         if max_tokens is None:
-            max_tokens = 8192 if getattr(model.device, "type", "cpu") == "cpu" else 65536
+            # CPU: 2,048 padded tokens per pass was the fastest budget on ARC requests and SummEval pairs, 8,192
+            # was 1.04-1.45x slower (benchmarks/bench_scorer_budget.py, docs/benchmarks.md)
+            max_tokens = 2048 if getattr(model.device, "type", "cpu") == "cpu" else 65536
         self.max_tokens = max(int(max_tokens), int(model.max_length))
         self.progress = progress
         self.rows_scored = 0  # rows forwarded by the last score() call (after de-duplication)
