@@ -203,6 +203,28 @@ def test_shared_context_logprobs_equal_separate_passes_in_two_forward_calls():
     assert c.shared_context_logprobs(ctx, []) == []
 
 
+def test_tail_logprobs_equal_the_full_pass_with_and_without_last_position_logits(monkeypatch):
+    c = tiny_model("causal")
+    seqs = [c.encode("the cat sat on the mat"), c.encode("a dog"), c.encode("one two three four five six")]
+    starts = [3, 1, 6]
+    ids, attn = c.pad(seqs, side="right")
+    full = c.token_logprobs(ids, attn).double().numpy()
+    with torch.no_grad():
+        lp = torch.log_softmax(c.forward(ids, attn).logits.float(), dim=-1).max(-1).values.double().numpy()
+    lean = c.tail_logprobs(seqs, starts, batch_size=3)
+    monkeypatch.setattr(type(c), "keeps_last_logits", lambda self: False)
+    plain = c.tail_logprobs(seqs, starts, batch_size=2)
+    for i, (s, a) in enumerate(zip(seqs, starts)):
+        for chosen, mx in (lean[i], plain[i]):
+            assert len(chosen) == len(s) - a > 0
+            np.testing.assert_allclose(chosen, full[i, a : len(s)], atol=1e-5)
+            np.testing.assert_allclose(mx, lp[i, a - 1 : len(s) - 1], atol=1e-5)
+    with pytest.raises(InputError, match="start positions"):
+        c.tail_logprobs(seqs, starts[:2])
+    with pytest.raises(InputError, match="padding side"):
+        c.pad(seqs, side="middle")
+
+
 def test_choice_logprobs_batch_requests_with_different_prefixes_in_two_calls_per_batch():
     # many items' multiple-choice requests: left-padded prefixes of different lengths in one pass, then every
     # remainder of every request in one pass; equal to separate plain passes, whatever the batch size

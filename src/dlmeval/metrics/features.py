@@ -87,16 +87,11 @@ def ar_featurizer(ar, *, batch_size: int = 8, max_tokens: int = 1024) -> Featuri
         if empty:
             raise InputError(f"text {empty[0]} has no tokens under {ar.name}; drop empty texts first")
         feats: list[np.ndarray | None] = [None] * len(seqs)
-        old = ar.padding_side
-        ar.padding_side = "right"
-        try:
-            for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
-                ids, attn = ar.pad([seqs[i] for i in batch])
-                last = ar.hidden_states(ids, attn)[-1]
-                for row, i in enumerate(batch):
-                    feats[i] = last[row, len(seqs[i]) - 1].cpu().numpy().astype(np.float32)
-        finally:
-            ar.padding_side = old
+        for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
+            ids, attn = ar.pad([seqs[i] for i in batch], side="right")
+            last = ar.hidden_states(ids, attn)[-1]
+            for row, i in enumerate(batch):
+                feats[i] = last[row, len(seqs[i]) - 1].cpu().numpy().astype(np.float32)
         return np.stack(feats)
 
     featurize.name = f"ar:{getattr(ar, 'name', type(ar).__name__)}"  # type: ignore[attr-defined]

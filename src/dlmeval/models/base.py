@@ -142,9 +142,13 @@ class _TokenizerMixin:
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def pad(
-        self, seqs: Sequence[Sequence[int]], *, length: int | None = None
+        self, seqs: Sequence[Sequence[int]], *, length: int | None = None, side: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pad id lists into ``(input_ids, attention_mask)`` on the model's device, on the family's padding side."""
+        """Pad id lists into ``(input_ids, attention_mask)`` on the model's device, on ``side`` (default: the
+        family's padding side)."""
+        side = side or self.padding_side
+        if side not in ("left", "right"):
+            raise InputError(f"padding side must be 'left' or 'right', got {side!r}")
         if not seqs:
             raise InputError("cannot pad an empty batch")
         width = max(len(s) for s in seqs) if length is None else length
@@ -156,7 +160,7 @@ class _TokenizerMixin:
                 raise InputError(f"sequence of {n} tokens does not fit a width of {width}")
             if n == 0:
                 continue
-            if self.padding_side == "left":
+            if side == "left":
                 ids[i, width - n :] = torch.as_tensor(list(s), dtype=torch.long)
                 attn[i, width - n :] = 1
             else:

@@ -115,14 +115,18 @@ class CausalLM(_TokenizerMixin):
         output_hidden_states=False,
         output_attentions=False,
         logits_to_keep: int = 0,
+        position_ids=None,
     ):
         """The module's output. ``logits_to_keep=K > 0`` asks for the logits of the last ``K`` positions only
-        (where the module supports it: check :meth:`keeps_last_logits`)."""
+        (where the module supports it: check :meth:`keeps_last_logits`). Left-padded rows need ``position_ids``
+        that skip the padding: given, or derived from the mask when the model pads on the left."""
         x = input_ids if input_ids is not None else inputs_embeds
         if x.shape[1] > self.max_length:
             raise InputError(f"{x.shape[1]} tokens exceed the model's window of {self.max_length}")
         kw = self._last_only(logits_to_keep) if logits_to_keep > 0 else {}
-        if attention_mask is not None and self.padding_side == "left":
+        if position_ids is not None:
+            kw["position_ids"] = position_ids
+        elif attention_mask is not None and self.padding_side == "left":
             kw["position_ids"] = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         if output_attentions:
             kw["output_attentions"] = True
@@ -184,7 +188,6 @@ class CausalLM(_TokenizerMixin):
         A context with no tokens is given the BOS token (or the first continuation token is not scored when the
         tokenizer has none). Inputs longer than the window lose tokens from the context's start.
         """
-        from dlmeval.models.base import length_sorted_batches
 
         if len(contexts) != len(continuations):
             raise InputError("contexts and continuations differ in length")
@@ -196,12 +199,50 @@ class CausalLM(_TokenizerMixin):
             ids = (ctx + cont)[-self.max_length :]
             seqs.append(ids)
             starts.append(max(1, len(ids) - len(cont)))
-        out: list[np.ndarray] = [np.zeros(0)] * len(seqs)
+        return [chosen for chosen, _ in self.tail_logprobs(seqs, starts, batch_size=batch_size)]
+
+    @torch.no_grad()
+    def tail_logprobs(
+        self, seqs: Sequence[Sequence[int]], starts: Sequence[int], *, batch_size: int = 16
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each token list ``seqs[i]``: ``(chosen, max)``, float64 arrays of log p(token j | tokens < j) and of
+        the largest log-probability at that step, for j from ``starts[i]`` (at least 1) to the list's end.
+
+        Rows go length-sorted into batches of ``batch_size``. Where the module can return the last positions'
+        logits only (:meth:`keeps_last_logits`), the rows are left-padded so that every tail ends in the last
+        column, and only the positions read are projected onto the vocabulary; otherwise right padding and every
+        position. Same numbers either way up to float rounding."""
+        from dlmeval.models.base import length_sorted_batches
+
+        if len(seqs) != len(starts):
+            raise InputError(f"{len(seqs)} sequences but {len(starts)} start positions")
+        lean = self.keeps_last_logits()
+        out: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros(0), np.zeros(0))] * len(seqs)
         for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
-            ids, attn = self.pad([seqs[i] for i in batch])
-            lp = self.token_logprobs(ids, attn).cpu().numpy()
-            for row, i in enumerate(batch):
-                out[i] = lp[row, starts[i] : len(seqs[i])].astype(np.float64)
+            ids, attn = self.pad([seqs[i] for i in batch], side="left" if lean else "right")
+            width = ids.shape[1]
+            first_read = {i: max(1, int(starts[i])) for i in batch}
+            keep = max(max(len(seqs[i]) - first_read[i] + 1 for i in batch), 1) if lean else width
+            keep = min(keep, width)
+            logits = self.forward(
+                ids,
+                attn,
+                logits_to_keep=keep if lean else 0,
+                position_ids=(attn.cumsum(-1) - 1).clamp(min=0) if lean else None,
+            ).logits.float()
+            # kept column c predicts padded column width - keep + c + 1
+            lp = torch.log_softmax(logits[:, :-1], dim=-1)
+            tgt = ids[:, width - keep + 1 :]
+            chosen = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
+            mx = lp.max(dim=-1).values.double().cpu().numpy()
+            for r, i in enumerate(batch):
+                n = len(seqs[i])
+                col0 = (width - n) if lean else 0  # padded column of the row's token 0
+                # token j sits at padded column col0 + j and is read from kept column col0 + j - 1 - (width - keep)
+                a = col0 + first_read[i] - 1 - (width - keep)
+                b = col0 + n - 1 - (width - keep)
+                if b > a:
+                    out[i] = (chosen[r, a:b].copy(), mx[r, a:b].copy())
         return out
 
     @torch.no_grad()
@@ -370,13 +411,8 @@ class CausalLM(_TokenizerMixin):
         return outs  # type: ignore[return-value]
 
     def _generate_batch(self, prompts, item_ids, max_new, temperature, top_p, stop, seed):
-        old = self.padding_side
-        self.padding_side = "left"
-        try:
-            seqs = [self.encode(p)[-(self.max_length - max_new) :] for p in prompts]
-            ids, attn = self.pad(seqs)
-        finally:
-            self.padding_side = old
+        seqs = [self.encode(p)[-(self.max_length - max_new) :] for p in prompts]
+        ids, attn = self.pad(seqs, side="left")  # every prompt ends in the last column
         gens = [torch_generator(derive_seed(seed, "generate", iid)) for iid in item_ids]
         b = ids.shape[0]
         new = [[] for _ in range(b)]

@@ -327,7 +327,6 @@ def ar_token_probs(
     tokens the generation produced from the whole prompt, their log-probabilities are the ones the generation
     computed, which are the same numbers up to float rounding. Other rows (and empty answers) are rescored.
     """
-    from dlmeval.models.base import length_sorted_batches
 
     if len(prompts) != len(outputs):
         raise InputError(f"{len(prompts)} prompts but {len(outputs)} outputs")
@@ -357,40 +356,15 @@ def ar_token_probs(
         seqs.append(ids)
         starts.append(max(1, len(ids) - len(cont)))
     todo = [i for i in range(len(seqs)) if out[i] is None]
-    # Left padding puts every row's answer at the end, so the vocabulary projection (and the log-softmax) can be
-    # limited to the last K positions, K covering the longest answer of the batch plus the position before it.
-    lean = bool(getattr(model, "keeps_last_logits", lambda: False)())
-    for sub in length_sorted_batches([len(seqs[i]) for i in todo], batch_size=batch_size):
-        batch = [todo[k] for k in sub]
-        old_side = model.padding_side
-        if lean:
-            model.padding_side = "left"  # also makes forward() pass position ids that skip the padding
-        try:
-            ids, attn = model.pad([seqs[i] for i in batch])
-            width = ids.shape[1]
-            keep = max(len(seqs[i]) - starts[i] + 1 for i in batch) if lean else width
-            logits = model.forward(ids, attn, **({"logits_to_keep": keep} if lean else {})).logits.float()
-        finally:
-            model.padding_side = old_side
-        # kept column c predicts padded column width - keep + c + 1
-        lp = torch.log_softmax(logits[:, :-1], dim=-1)
-        tgt = ids[:, width - keep + 1 :]
-        chosen = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
-        mx = lp.max(dim=-1).values.double().cpu().numpy()
-        for r, i in enumerate(batch):
-            n = len(seqs[i])
-            first = (width - n) if lean else 0  # padded column of the row's token 0
-            # token j sits at padded column first + j and is predicted by kept column first + j - 1 - (width - keep)
-            a = first + starts[i] - 1 - (width - keep)
-            b = first + n - 1 - (width - keep)
-            c = chosen[r, a:b] if b > a else np.zeros(0)
-            out[i] = TokenProbs(
-                max=mx[r, a:b] if b > a else np.zeros(0),
-                chosen=c,
-                commit=c.copy(),
-                n_tokens=n_answer[i],
-                note=None if n_answer[i] else "empty answer: scored by its end token",
-            )
+    scored = model.tail_logprobs([seqs[i] for i in todo], [starts[i] for i in todo], batch_size=batch_size)
+    for i, (c, mx) in zip(todo, scored):
+        out[i] = TokenProbs(
+            max=mx,
+            chosen=c,
+            commit=c.copy(),
+            n_tokens=n_answer[i],
+            note=None if n_answer[i] else "empty answer: scored by its end token",
+        )
     return out  # type: ignore[return-value]
 
 
