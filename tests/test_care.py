@@ -576,6 +576,26 @@ def test_rerun_reads_everything_back(tiny, monkeypatch):
         pd.testing.assert_frame_equal(again.tables[name], df)
 
 
+def test_preloaded_models_are_used_instead_of_loading_them(tiny, tmp_path, monkeypatch):
+    # the demo hands its loaded DLM and AR model to the sweep; nothing is loaded a second time, and the sweep is
+    # the same as one that loaded them from their spec strings
+    import dlmeval.models as models_pkg
+
+    loaded = {s: models_pkg.load_diffusion(s) for s in tiny["spec"].models}
+    loaded[tiny["spec"].evaluator] = models_pkg.load_causal_lm(tiny["spec"].evaluator)
+
+    def no_load(spec, **kw):
+        raise AssertionError(f"{spec} was loaded again")
+
+    monkeypatch.setattr(models_pkg, "load_diffusion", no_load)
+    monkeypatch.setattr(models_pkg, "load_causal_lm", no_load)
+    with RunStore(tmp_path / "pre.sqlite") as store:
+        res = care.run_care(tiny["spec"], store, data_dir=tiny["data"], progress=False, models=loaded)
+    assert res.model_runs == tiny["res"].model_runs
+    for name, df in tiny["res"].tables.items():
+        pd.testing.assert_frame_equal(res.tables[name], df)
+
+
 def test_resume_after_sigkill_gives_identical_tables(tiny, tmp_path):
     store_path = tmp_path / "killed.sqlite"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SRC)}

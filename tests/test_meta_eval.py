@@ -309,6 +309,26 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
     assert third.timing["units_computed"].sum() == 0
 
 
+def test_suite_uses_preloaded_models(tmp_path, data_root, tiny_encoder, monkeypatch):
+    import dlmeval.models.registry as registry
+
+    kw = dict(data_dir=str(data_root), benchmarks=("BAGEL",), limit=3)
+    opts = _opts(tiny_encoder, **kw)
+    ref = run_suite(opts, RunStore(tmp_path / "a.sqlite"))
+    loaded = {
+        opts.dlm: registry.load_diffusion(opts.dlm, seed=opts.seed),
+        opts.ar: registry.load_causal_lm(opts.ar, seed=opts.seed),
+    }
+
+    def no_load(spec, **k):
+        raise AssertionError(f"{spec} was loaded again")
+
+    monkeypatch.setattr(registry, "load_diffusion", no_load)
+    monkeypatch.setattr(registry, "load_causal_lm", no_load)
+    again = run_suite(opts, RunStore(tmp_path / "b.sqlite"), models=loaded)
+    pd.testing.assert_frame_equal(again.results, ref.results)
+
+
 def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys, tiny_encoder):
     from dlmeval.cli.main import main
 

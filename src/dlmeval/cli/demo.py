@@ -131,7 +131,13 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         seed=args.seed,
         progress=not (args.json or args.no_progress),
     )
-    rep = run_suite(opts, store, out_dir=out / "meta-eval", command_line="dlmeval demo")
+    rep = run_suite(
+        opts,
+        store,
+        out_dir=out / "meta-eval",
+        command_line="dlmeval demo",
+        models={args.dlm: dlm, args.ar: ar},
+    )
     res = rep.results
     res = res[res["primary"] & res["value"].notna()] if len(res) else res
     if len(res):
@@ -154,7 +160,9 @@ def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
     from dlmeval.protocols.care_spec import load_spec
 
     spec = load_spec(CARE_SPEC).replace(models=(args.dlm,), evaluator=args.ar)
-    res = run_care(spec, store, out_dir=out / "care", **_runner_kwargs(args))
+    res = run_care(
+        spec, store, out_dir=out / "care", models={args.dlm: dlm, args.ar: ar}, **_runner_kwargs(args)
+    )
     lb = res.tables.get("leaderboard")
     if lb is not None and len(lb):
         r, h = lb.iloc[0], spec.headline

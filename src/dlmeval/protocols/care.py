@@ -38,7 +38,7 @@ import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,7 +230,9 @@ class CareResult:
 class _Metrics:
     """The evaluator, the MAUVE featurizer and reference features, loaded once per sweep."""
 
-    def __init__(self, spec: CareSpec, *, device, dtype, trust_remote_code, allow_download, data_dir):
+    def __init__(
+        self, spec: CareSpec, *, device, dtype, trust_remote_code, allow_download, data_dir, models=None
+    ):
         from dlmeval.models import load_causal_lm
 
         self.spec = spec
@@ -238,7 +240,8 @@ class _Metrics:
         kw = dict(
             device=device, dtype=dtype, allow_download=allow_download, trust_remote_code=trust_remote_code
         )
-        self.evaluator = load_causal_lm(spec.evaluator, **kw)
+        models = models or {}
+        self.evaluator = models.get(spec.evaluator) or load_causal_lm(spec.evaluator, **kw)
         f = spec.metrics.featurizer
         self.feature_model = None
         if f == "minilm":
@@ -253,7 +256,7 @@ class _Metrics:
         else:
             from dlmeval.metrics import ar_featurizer
 
-            self.feature_model = load_causal_lm(f, **kw)
+            self.feature_model = models.get(f) or load_causal_lm(f, **kw)
             self.featurizer = ar_featurizer(self.feature_model)
         self._ref: dict[str, np.ndarray] = {}
 
@@ -284,8 +287,13 @@ def run_care(
     command_line: str | None = None,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    models: Mapping[str, Any] | None = None,
 ) -> CareResult:
-    """Run (or resume) the whole sweep of ``spec`` into ``store``; returns the tables over all models."""
+    """Run (or resume) the whole sweep of ``spec`` into ``store``; returns the tables over all models.
+
+    ``models`` maps a model spec string (a sampled model or the evaluator) to an already loaded model; other
+    models are loaded from their spec strings."""
+    models = dict(models or {})
     from dlmeval.models import load_diffusion
 
     say = echo or (lambda s: None)
@@ -297,17 +305,23 @@ def run_care(
         trust_remote_code=trust_remote_code,
         allow_download=allow_download,
         data_dir=data_dir,
+        models=models,
     )
     identities: list[Any] = []
     all_cells: list[dict] = []
     all_down: list[dict] = []
     for model_spec in spec.models:
-        model = load_diffusion(
-            model_spec,
-            device=device,
-            dtype=dtype,
-            trust_remote_code=trust_remote_code,
-            allow_download=allow_download,
+        own = model_spec in models
+        model = (
+            models[model_spec]
+            if own
+            else load_diffusion(
+                model_spec,
+                device=device,
+                dtype=dtype,
+                trust_remote_code=trust_remote_code,
+                allow_download=allow_download,
+            )
         )
         run = store.open_run(
             RUN_KIND,

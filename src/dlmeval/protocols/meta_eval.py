@@ -40,7 +40,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -435,9 +435,17 @@ class SuiteReport:
 class Suite:
     """Loads the models and opens the component runs of one suite configuration."""
 
-    def __init__(self, opts: SuiteOptions, store, *, command_line: str | None = None):
+    def __init__(
+        self,
+        opts: SuiteOptions,
+        store,
+        *,
+        command_line: str | None = None,
+        models: Mapping[str, Any] | None = None,
+    ):
         opts.check()
         self.opts = opts
+        self.models = dict(models or {})  # model spec -> an already loaded model
         self.store = store
         self.command_line = command_line
         self.benchmarks = opts.resolved_benchmarks()
@@ -457,6 +465,8 @@ class Suite:
 
     # ------------------------------------------------------------------ models
     def dlm(self):
+        if self._dlm is None and self.opts.dlm in self.models:
+            self._dlm = self.models[self.opts.dlm]
         if self._dlm is None:
             from dlmeval.models.registry import load_diffusion
 
@@ -467,6 +477,8 @@ class Suite:
         return self._dlm
 
     def ar(self):
+        if self._ar is None and self.opts.ar in self.models:
+            self._ar = self.models[self.opts.ar]
         if self._ar is None:
             from dlmeval.models.registry import load_causal_lm
 
@@ -1038,9 +1050,11 @@ def run_suite(
     *,
     out_dir: str | Path | None = None,
     command_line: str | None = None,
+    models: Mapping[str, Any] | None = None,
 ) -> SuiteReport:
-    """Score every pending item (resumably), then compute and store the tables. See the module docstring."""
-    suite = Suite(opts, store, command_line=command_line)
+    """Score every pending item (resumably), then compute and store the tables. See the module docstring.
+    ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model."""
+    suite = Suite(opts, store, command_line=command_line, models=models)
     suite.score_all()
     results, comps = [], []
     for name in suite.benchmarks:
