@@ -248,6 +248,10 @@ def test_choice_logprobs_batch_requests_with_different_prefixes_in_two_calls_per
             for a, b in zip(g, w):
                 assert len(a) == len(b) > 0
                 assert np.abs(a - b).max() < 1e-5
+    # a token budget below any prefix puts every request in its own batch, whatever batch_size allows
+    n0 = c.nfe
+    c.choice_logprobs(reqs, batch_size=16, max_tokens=1)
+    assert c.nfe - n0 == 2 * 4 + 1
     with pytest.raises(InputError, match="batch_size"):
         c.choice_logprobs(reqs, batch_size=0)
 

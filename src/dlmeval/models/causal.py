@@ -28,6 +28,10 @@ from dlmeval.models.base import (
 )
 from dlmeval.seeding import derive_seed, torch_generator
 
+# Padded prefix tokens per multiple-choice batch on a CPU (CausalLM.choice_logprobs): larger batches were slower
+# there (the expanded KV cache of every choice outgrows the caches); benchmarks/bench_choice_batching.py.
+CPU_CHOICE_TOKENS = 1024
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -253,22 +257,30 @@ class CausalLM(_TokenizerMixin):
 
     @torch.no_grad()
     def choice_logprobs(
-        self, requests: Sequence[tuple[str, Sequence[str]]], *, batch_size: int = 16
+        self,
+        requests: Sequence[tuple[str, Sequence[str]]],
+        *,
+        batch_size: int = 16,
+        max_tokens: int | None = None,
     ) -> list[list[np.ndarray]]:
         """Per-token log-probabilities of each continuation of each ``(context, continuations)`` request (multiple
         choice over many items), as :meth:`continuation_logprobs` gives them, with the tokens a request's
         continuations share run once and their KV cache reused: about ``k`` times fewer tokens through the model
         for ``k`` choices of a long prompt.
 
-        Up to ``batch_size`` requests go through the model together, sorted by the length of their shared
-        prefix: two forward passes per batch (the left-padded prefixes, then every remainder of every request in
-        one batch), counted in ``nfe``. A request whose inputs need truncating, whose continuations share no
+        Requests go through the model together, sorted by the length of their shared prefix, up to
+        ``batch_size`` of them and ``max_tokens`` padded prefix tokens per batch (default: 1,024 on a CPU, where
+        larger batches were slower, see ``benchmarks/bench_choice_batching.py``; unbounded elsewhere): two forward
+        passes per batch (the left-padded prefixes, then every remainder of every request in one batch over the
+        expanded KV cache), counted in ``nfe``. A request whose inputs need truncating, whose continuations share no
         token, or that has a single continuation goes through :meth:`continuation_logprobs`, as does everything
         when the module takes no cache. Same numbers up to float rounding."""
         from dlmeval.models.base import length_sorted_batches
 
         if batch_size < 1:
             raise InputError(f"batch_size must be at least 1, got {batch_size}")
+        if max_tokens is None and self.device.type == "cpu":
+            max_tokens = CPU_CHOICE_TOKENS
         out: list[list[np.ndarray]] = [[] for _ in requests]
         plans: dict[int, tuple[list[tuple[list[int], int]], int]] = {}  # request -> (sequences, shared)
         plain: list[int] = []
@@ -290,7 +302,8 @@ class CausalLM(_TokenizerMixin):
             else:
                 plans[r] = (seqs, shared)
         order = list(plans)
-        for batch in length_sorted_batches([plans[r][1] for r in order], batch_size=batch_size):
+        lengths = [plans[r][1] for r in order]
+        for batch in length_sorted_batches(lengths, batch_size=batch_size, max_tokens=max_tokens):
             rs = [order[i] for i in batch]
             got = self._shared_prefix_batch([plans[r] for r in rs])
             if got is None:  # the module keeps no usable cache
