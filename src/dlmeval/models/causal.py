@@ -172,15 +172,14 @@ class CausalLM(_TokenizerMixin):
             for h in self.forward(input_ids, attention_mask, output_hidden_states=True).hidden_states
         )
 
-    def _split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        # lm-evaluation-harness convention: encode the whole string, the context's tokens are its prefix
+    def split_tokens(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """``(context tokens, continuation tokens)`` by the lm-evaluation-harness convention: encode the whole
+        string; the context's tokens are the longest prefix of it that the context alone encodes to."""
         whole = self.encode(context + continuation)
         ctx = self.encode(context)
         n = len(ctx)
         while n > 0 and whole[:n] != ctx[:n]:
             n -= 1
-        if n == len(whole):  # empty continuation
-            return whole, []
         return whole[:n], whole[n:]
 
     @torch.no_grad()
@@ -197,7 +196,7 @@ class CausalLM(_TokenizerMixin):
             raise InputError("contexts and continuations differ in length")
         seqs, starts = [], []
         for c, x in zip(contexts, continuations):
-            ctx, cont = self._split(c, x)
+            ctx, cont = self.split_tokens(c, x)
             if not ctx and self.bos_token_id is not None:
                 ctx = [self.bos_token_id]
             ids = (ctx + cont)[-self.max_length :]
@@ -286,7 +285,7 @@ class CausalLM(_TokenizerMixin):
         plain: list[int] = []
         for r, (context, conts) in enumerate(requests):
             seqs = []
-            for ctx, cont in (self._split(context, x) for x in conts):
+            for ctx, cont in (self.split_tokens(context, x) for x in conts):
                 if not ctx and self.bos_token_id is not None:
                     ctx = [self.bos_token_id]
                 seqs.append((ctx + cont, len(ctx)))

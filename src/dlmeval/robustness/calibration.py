@@ -297,17 +297,6 @@ class CommitRecorder:
 
 
 # ------------------------------------------------------------------------------------------------ AR
-def _split(model, prompt: str, output: str) -> tuple[list[int], list[int]]:
-    """lm-evaluation-harness convention: the prompt's tokens are the prefix of the tokens of prompt + output
-    (the same rule as ``CausalLM.continuation_logprobs``)."""
-    whole = model.encode(prompt + output)
-    ctx = model.encode(prompt)
-    n = len(ctx)
-    while n > 0 and whole[:n] != ctx[:n]:
-        n -= 1
-    return whole[:n], whole[n:]
-
-
 @torch.no_grad()
 def ar_token_probs(
     model,
@@ -336,7 +325,7 @@ def ar_token_probs(
     seqs, starts, n_answer = [], [], []
     out: list[TokenProbs | None] = [None] * len(prompts)
     for i, (p, o) in enumerate(zip(prompts, outputs)):
-        ctx, cont = _split(model, p, o)
+        ctx, cont = model.split_tokens(p, o)
         n_answer.append(len(cont))
         g = generated[i] if generated is not None else None
         if g is not None and len(ctx) == g.prompt_tokens and ctx:
