@@ -256,6 +256,25 @@ def test_choice_logprobs_batch_requests_with_different_prefixes_in_two_calls_per
         c.choice_logprobs(reqs, batch_size=0)
 
 
+def test_choice_logprobs_without_a_cache_probe_once_then_take_the_plain_path(monkeypatch):
+    import dlmeval.models.causal as causal_mod
+
+    c = tiny_model("causal")
+    reqs = [
+        ("the cat sat on the", [" mat", " big red house"]),
+        ("a", [" b c", " d"]),
+        ("one two", [" x", " y"]),
+    ]
+    want = [c.continuation_logprobs([cx] * len(ch), ch) for cx, ch in reqs]
+    monkeypatch.setattr(causal_mod, "_CACHE_KW", "no_such_cache")  # the module's output carries no cache
+    n0 = c.nfe
+    got = c.choice_logprobs(reqs, batch_size=1)
+    assert c.nfe - n0 == 1 + 6  # one prefix pass finds no cache; then six plain rows, one per batch
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            assert np.abs(a - b).max() < 1e-5
+
+
 def test_causal_generation_is_seeded_per_item_and_batch_invariant():
     c = tiny_model("causal")
     prompts = ["the cat", "a dog runs", "one two"]

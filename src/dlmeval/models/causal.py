@@ -302,10 +302,12 @@ class CausalLM(_TokenizerMixin):
                 plans[r] = (seqs, shared)
         order = list(plans)
         lengths = [plans[r][1] for r in order]
+        cached = True  # until a prefix pass shows that the module keeps no usable cache
         for batch in length_sorted_batches(lengths, batch_size=batch_size, max_tokens=max_tokens):
             rs = [order[i] for i in batch]
-            got = self._shared_prefix_batch([plans[r] for r in rs])
-            if got is None:  # the module keeps no usable cache
+            got = self._shared_prefix_batch([plans[r] for r in rs]) if cached else None
+            if got is None:
+                cached = False
                 plain += rs
                 continue
             for r, lps in zip(rs, got):
