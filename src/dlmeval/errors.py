@@ -15,3 +15,11 @@ class ModelNotFoundError(InputError):
 
 class DataFormatError(InputError):
     """A malformed data file; the message names the file and the line."""
+
+
+class StoreError(DlmevalError):
+    """The run store cannot be opened or written (read-only file, full disk, not a dlmeval store)."""
+
+
+class SandboxError(DlmevalError):
+    """Generated code cannot be run with the isolation the sandbox promises (and the caller did not opt out)."""

@@ -82,7 +82,7 @@ def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
     path = resolve_store_path(store_arg)
     runs: list[dict[str, Any]] = []
     if path.exists():
-        with RunStore(path) as store:
+        with RunStore(path, must_exist=True) as store:  # read-only: lists a store it cannot write
             runs = store.list_runs(kind=kind)
     if as_json:
         print(json.dumps({"store": str(path), "runs": runs}, indent=2))

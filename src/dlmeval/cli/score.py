@@ -1,8 +1,10 @@
 """``dlmeval score``: DiffScore of candidates (given sources) with a diffusion LM.
 
-``--candidates`` and ``--sources`` take a text or a file: ``.txt`` (one text per line; a blank line is an empty
-text, scored NaN with a reason) or ``.jsonl`` (one object per line with ``candidate`` or ``text``, and optionally
-``source`` and ``id``; sources and ids in the candidates file are used when ``--sources`` is not given).
+``--candidates`` and ``--sources`` take a file (:mod:`dlmeval.data.texts`): ``.jsonl`` (one object per line with
+``candidate`` / ``source`` / ``text``, optionally ``source`` and ``id``; sources and ids in the candidates file are
+used when ``--sources`` is not given), ``.json`` (an array), ``.csv`` / ``.tsv`` (a header row naming those
+columns), anything else one text per line (a blank line is an empty text, scored NaN with a reason). A path that
+does not exist is an error; ``--text`` scores the arguments themselves as literal texts.
 Per-item scores are printed with the run signature; ``--json`` prints everything as JSON, ``--output`` writes the
 per-item table as CSV or JSONL. Results go into the run store (``--store``) unless ``--no-store``: a rerun of the
 same command resumes where it stopped.
@@ -13,16 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
-from dlmeval.errors import DataFormatError, InputError
+from dlmeval.errors import InputError
 
-_FILE_SUFFIXES = (".txt", ".jsonl", ".json", ".gz", ".tsv", ".csv")
 ROWS = 50
+OUTPUT_SUFFIXES = (".csv", ".jsonl")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,8 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="cond",
         help="marginal | cond | reverse | bidir | pmi (aliases: mar, conditional, rev, bi); default cond",
     )
-    p.add_argument("--candidates", required=True, metavar="FILE|TEXT", help="a text, or a .txt / .jsonl file")
-    p.add_argument("--sources", default=None, metavar="FILE|TEXT", help="a text, or a .txt / .jsonl file")
+    p.add_argument(
+        "--candidates",
+        required=True,
+        metavar="FILE",
+        help="a .txt / .jsonl / .json / .csv / .tsv file (or, with --text, a text)",
+    )
+    p.add_argument(
+        "--sources", default=None, metavar="FILE", help="a file like --candidates (or, with --text, a text)"
+    )
+    p.add_argument(
+        "--text",
+        action="store_true",
+        help="--candidates and --sources are literal texts, not file paths",
+    )
     p.add_argument("--fast", action="store_true", help="the DiffScore-Fast preset: K=5 masks over T=5 rates")
     p.add_argument("--masks", "-K", type=int, default=None, help="masking patterns per text (default 20)")
     p.add_argument("--rates", "-T", type=int, default=None, help="masking rates t_k = k/T (default 10)")
@@ -77,74 +92,76 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _looks_like_path(arg: str) -> bool:
-    return "\n" not in arg and " " not in arg and arg.lower().endswith(_FILE_SUFFIXES)
-
-
-def read_texts(arg: str, what: str) -> tuple[list[str], list[str | None] | None, list[str] | None]:
-    """(texts, sources found in the file or None, ids found in the file or None) from a text or a file."""
-    p = Path(arg)
-    if not p.is_file():
-        if _looks_like_path(arg):
-            raise InputError(f"--{what}: no such file {arg!r} (pass a text or an existing .txt/.jsonl file)")
+def read_texts(
+    arg: str, what: str, literal: bool = False
+) -> tuple[list[str], list[str | None] | None, list[str] | None]:
+    """(texts, sources found in the file or None, ids found in the file or None) from a file, or from the literal
+    text ``arg`` when ``literal``."""
+    if literal:
         return [arg], None, None
-    if p.suffix.lower() == ".jsonl" or p.name.lower().endswith(".jsonl.gz"):
-        from dlmeval.data.formats import iter_jsonl
+    from dlmeval.data.texts import read_text_file
 
-        texts: list[str] = []
-        srcs: list[str | None] = []
-        ids: list[str] = []
-        for n, obj in iter_jsonl(p):
-            key = next((k for k in ("candidate", "text", "source") if k in obj), None)
-            if what == "sources":
-                key = "source" if "source" in obj else ("text" if "text" in obj else None)
-            if key is None or not isinstance(obj[key], str):
-                raise DataFormatError(
-                    f"{p}:{n}: expected a string field 'candidate' or 'text'"
-                    + (" (or 'source')" if what == "sources" else "")
-                )
-            texts.append(obj[key])
-            s = obj.get("source") if what == "candidates" else None
-            if s is not None and not isinstance(s, str):
-                raise DataFormatError(f"{p}:{n}: 'source' must be a string")
-            srcs.append(s)
-            if "id" in obj or "item_id" in obj:
-                ids.append(str(obj.get("id", obj.get("item_id"))))
-        has_src = what == "candidates" and any(s is not None for s in srcs)
-        if ids and len(ids) != len(texts):
-            raise DataFormatError(
-                f"{p}: some lines have an 'id' and some do not; give every line one or none"
-            )
-        return texts, (srcs if has_src else None), (ids or None)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataFormatError(f"{p}: not valid UTF-8 ({e.reason})") from None
-    return text.splitlines(), None, None
+    f = read_text_file(arg, what)
+    return f.texts, f.sources, f.ids
+
+
+def _check_settings(args: argparse.Namespace) -> None:
+    for flag, v, low in (
+        ("--masks/-K", args.masks, 1),
+        ("--rates/-T", args.rates, 1),
+        ("--batch-size", args.batch_size, 1),
+        ("--max-tokens", args.max_tokens, 1),
+        ("--rows", args.rows, 0),
+    ):
+        if v is not None and v < low:
+            raise InputError(f"{flag} must be at least {low}, got {v}")
+    if args.output:
+        out = Path(args.output)
+        if out.suffix.lower() not in OUTPUT_SUFFIXES:
+            raise InputError(f"--output {out}: write a .csv or a .jsonl file")
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(f"--output {out}: the directory {parent} does not exist; create it first")
+        if (
+            out.is_dir()
+            or not os.access(parent, os.W_OK | os.X_OK)
+            or (out.exists() and not os.access(out, os.W_OK))
+        ):
+            raise InputError(f"--output {out}: cannot write there; pick a writable file path")
 
 
 def run(args: argparse.Namespace) -> int:
     from dlmeval.models import load_diffusion
     from dlmeval.scoring import DiffScorer, resolve_config
 
+    # everything is checked before the model loads and before the run store is opened (or created): a bad input
+    # leaves the store exactly as it was, and a bad --output fails before the work, not after it
+    _check_settings(args)
     cfg = resolve_config(args.config)
-    cands, file_srcs, ids = read_texts(args.candidates, "candidates")
+    cands, file_srcs, ids = read_texts(args.candidates, "candidates", args.text)
     srcs: list[str | None] | None = file_srcs
     if args.sources is not None:
-        srcs, _, _ = read_texts(args.sources, "sources")
+        srcs, _, _ = read_texts(args.sources, "sources", args.text)
         if len(srcs) != len(cands):
             raise InputError(
                 f"{len(cands)} candidates but {len(srcs)} sources; give one source per candidate "
                 "(one per line in .txt files)"
             )
     if cfg != "marginal" and srcs is None:
-        raise InputError(f"--config {cfg} needs --sources (a text or a file), or use --config marginal")
+        raise InputError(
+            f"--config {cfg} needs --sources (a file, or a text with --text), or use --config marginal"
+        )
+    store_path = None
+    if not args.no_store:
+        from dlmeval.store.db import check_writable_store
+
+        store_path = check_writable_store(getattr(args, "store", None))
     k, t = (5, 5) if args.fast else (20, 10)
     model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
     scorer = DiffScorer(
         model,
-        n_masks=args.masks or k,
-        n_rates=args.rates or t,
+        n_masks=k if args.masks is None else args.masks,
+        n_rates=t if args.rates is None else args.rates,
         scheme=args.scheme,
         weighting=args.weighting,
         seed=args.seed,
@@ -154,17 +171,19 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         progress=not getattr(args, "no_progress", False),
     )
+    use_srcs = srcs if cfg != "marginal" else None
+    scorer.validate(cands, use_srcs, config=cfg, item_ids=ids)
     store = None
     run_obj = None
-    if not args.no_store:
+    if store_path is not None:
         from dlmeval.store import RunStore
 
-        store = RunStore(getattr(args, "store", None))
+        store = RunStore(store_path)
         run_obj = scorer.open_run(store, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
     try:
         df = scorer.score(
             cands,
-            srcs if cfg != "marginal" else None,
+            use_srcs,
             config=cfg,
             item_ids=ids,
             token_scores=args.tokens,

@@ -155,15 +155,35 @@ class PairFormatter:
 
     # ------------------------------------------------------------------ tokens
     def tokens(self, text: str) -> list[int]:
+        """The token ids of a user text. Special-token strings in it (a literal ``[MASK]`` or ``[SEP]``) are
+        tokenized as plain text (``split_special_tokens``), never as the model's own control tokens: a candidate
+        that says "[MASK]" must not hand the model a mask to fill. :func:`special_strings` finds them for a
+        warning."""
         ids = self._cache.get(text)
         if ids is None:
-            ids = (
-                list(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
-                if text
-                else []
-            )
+            ids = []
+            if text:
+                tok = self.model.tokenizer
+                try:
+                    enc = tok(text, add_special_tokens=False, verbose=False, split_special_tokens=True)
+                except (
+                    TypeError
+                ):  # a tokenizer without the option: specials stay specials (and are warned of)
+                    enc = tok(text, add_special_tokens=False, verbose=False)
+                ids = list(enc["input_ids"])
             self._cache[text] = ids
         return ids
+
+    def special_strings(self, text: str) -> list[str]:
+        """The model's special-token strings that occur literally in ``text``."""
+        specials = getattr(self.model.tokenizer, "all_special_tokens", None) or []
+        return sorted({t for t in specials if t and t in text})
+
+    def unk_count(self, text: str) -> tuple[int, int]:
+        """(unknown tokens, tokens) of a user text."""
+        unk = getattr(self.model.tokenizer, "unk_token_id", None)
+        ids = self.tokens(text)
+        return (sum(1 for i in ids if i == unk) if unk is not None else 0), len(ids)
 
     def _raw(self, text: str) -> list[int]:
         return (

@@ -49,6 +49,8 @@ from dlmeval.seeding import numpy_rng
 log = logging.getLogger(__name__)
 
 WEIGHTINGS = ("mlp", "elbo")
+#: an item whose scored text has more than this share of unknown tokens gets a warning (and the run one summary)
+UNK_WARN_RATE = 0.2
 #: (K, T) of the paper's presets
 PRESETS = {"standard": (20, 10), "fast": (5, 5)}
 RUN_KIND = "diffscore"
@@ -185,36 +187,28 @@ class DiffScorer:
             RUN_KIND, self.run_config(config), [self.model.identity()], self.seed, command_line=command_line
         )
 
-    # ------------------------------------------------------------------ the API
-    def score(
+    def validate(
         self,
         candidates: Sequence[str] | str,
         sources: Sequence[str | None] | str | None = None,
         *,
         config: str = "cond",
         item_ids: Sequence[Any] | None = None,
-        token_scores: bool = False,
-        run=None,
-    ) -> pd.DataFrame:
-        """Score every candidate; returns one row per input, in input order.
+    ) -> None:
+        """Every check :meth:`score` makes on its inputs, without scoring (InputError on the first problem): call
+        it before opening a run, so bad inputs leave the store as it was."""
+        _, cands, srcs, ids, _ = self._inputs(candidates, sources, config, item_ids)
+        seen: dict[str, tuple[str, str | None]] = {}
+        for key, c, s in zip(ids, cands, srcs, strict=True):
+            if seen.setdefault(key, (c, s)) != (c, s):
+                raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
 
-        Columns: ``item_id``, ``config``, ``score`` (NaN with ``reason`` for an empty text), ``se`` (Monte Carlo
-        standard error; conservative for the balanced scheme, NaN when a rate has a single sampling unit),
-        ``profile`` (list of T values ``S(t_k)``, rates in ``df.attrs["rates"]``), ``n_tokens`` (scored tokens),
-        ``n_masks``, ``reason``, ``warning`` (source / candidate truncation), ``signature``; for ``bidir`` and
-        ``pmi`` also ``score_<direction>``, ``se_<direction>``, ``n_tokens_<direction>`` of both directions. With
-        ``token_scores=True``: ``tokens``, ``token_logprob`` (mean log p of each token over the masks that hid
-        it) and ``token_rate_logprob`` (T lists, NaN where a rate never hid the token), suffixed ``_<direction>``
-        for ``bidir``/``pmi`` (and ``token_pmi`` for ``pmi``).
-
-        ``item_ids`` name the items (default: a hash of the texts); masks are seeded by the item id, or, without
-        ids, by the text that is masked, so ``cond`` and ``marginal`` of one candidate share masks (PMI coupling)
-        even across calls. With ``run`` (a :class:`dlmeval.store.Run` from :meth:`open_run`), items already in the
-        run are read back instead of recomputed and new ones are written as they complete.
-        """
+    def _inputs(self, candidates, sources, config, item_ids):
         cfg = resolve_config(config)
         cands = _as_texts(candidates, "candidates")
         n = len(cands)
+        if n == 0:
+            raise InputError("no candidates to score (an empty list or file)")
         for i, c in enumerate(cands):
             if not isinstance(c, str):
                 raise InputError(f"candidate {i} is a {type(c).__name__}, not a string")
@@ -244,25 +238,57 @@ class DiffScorer:
                 raise InputError(f"got {n} candidates but {len(ids)} item ids")
         else:
             ids = ["h" + _digest(c, s) for c, s in zip(cands, srcs, strict=True)]
-        # unique items (identical ids must carry identical texts)
+        return cfg, cands, srcs, ids, item_ids is not None
+
+    # ------------------------------------------------------------------ the API
+    def score(
+        self,
+        candidates: Sequence[str] | str,
+        sources: Sequence[str | None] | str | None = None,
+        *,
+        config: str = "cond",
+        item_ids: Sequence[Any] | None = None,
+        token_scores: bool = False,
+        run=None,
+    ) -> pd.DataFrame:
+        """Score every candidate; returns one row per input, in input order.
+
+        Columns: ``item_id``, ``config``, ``score`` (NaN with ``reason`` for an empty text), ``se`` (Monte Carlo
+        standard error; conservative for the balanced scheme, NaN when a rate has a single sampling unit),
+        ``profile`` (list of T values ``S(t_k)``, rates in ``df.attrs["rates"]``), ``n_tokens`` (scored tokens),
+        ``n_masks``, ``reason``, ``warning`` (source / candidate truncation), ``signature``; for ``bidir`` and
+        ``pmi`` also ``score_<direction>``, ``se_<direction>``, ``n_tokens_<direction>`` of both directions. With
+        ``token_scores=True``: ``tokens``, ``token_logprob`` (mean log p of each token over the masks that hid
+        it) and ``token_rate_logprob`` (T lists, NaN where a rate never hid the token), suffixed ``_<direction>``
+        for ``bidir``/``pmi`` (and ``token_pmi`` for ``pmi``).
+
+        ``item_ids`` name the items (default: a hash of the texts); masks are seeded by the item id, or, without
+        ids, by the text that is masked, so ``cond`` and ``marginal`` of one candidate share masks (PMI coupling)
+        even across calls. With ``run`` (a :class:`dlmeval.store.Run` from :meth:`open_run`), items already in the
+        run are read back instead of recomputed and new ones are written as they complete.
+        """
+        cfg, cands, srcs, ids, user_ids = self._inputs(candidates, sources, config, item_ids)
+        # unique items (identical ids must carry identical texts). The store key is the content: a user id is a
+        # label, so it is joined with a digest of the texts it names; the same id with other texts (another
+        # system's outputs scored into the same store) is another item, never a stored result read back.
         unique: dict[str, int] = {}
-        uitems: list[tuple[str, str, str | None]] = []
+        uitems: list[tuple[str, str, str | None, str]] = []
         for i, key in enumerate(ids):
             j = unique.get(key)
             if j is None:
                 unique[key] = len(uitems)
-                uitems.append((key, cands[i], srcs[i]))
-            elif uitems[j][1:] != (cands[i], srcs[i]):
+                skey = f"{key}#{_digest(cands[i], srcs[i])}" if user_ids else key
+                uitems.append((key, cands[i], srcs[i], skey))
+            elif uitems[j][1:3] != (cands[i], srcs[i]):
                 raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
-        user_ids = item_ids is not None
 
         results: dict[int, dict[str, Any]] = {}
         if run is not None:
             self._check_run(run, cfg)
             done = run.done_keys()
-            for j, (key, _, _) in enumerate(uitems):
-                if key in done:
-                    r = run.get(key)
+            for j, (_, _, _, skey) in enumerate(uitems):
+                if skey in done:
+                    r = run.get(skey)
                     if not token_scores or any(k.startswith("token_logprob") for k in r):
                         results[j] = r
         todo = [j for j in range(len(uitems)) if j not in results]
@@ -326,7 +352,7 @@ class DiffScorer:
     def _directions(self, cfg, uitems, todo, user_ids) -> list[_Direction]:
         dirs: list[_Direction] = []
         for j in todo:
-            key, cand, src = uitems[j]
+            key, cand, src, _ = uitems[j]
             for kind in COMPONENTS[cfg]:
                 side = MASKED_SIDE[kind]
                 layout = self.formatter.layout(kind, cand, src)
@@ -407,6 +433,36 @@ class DiffScorer:
                 self._finish(cfg, sorted(done_now), by_item, uitems, row_lp, token_scores, run, results)
                 bar.update(len(batch))
         self._report_truncation(cfg, [results[j] for j in todo], run)
+        self._report_texts(cfg, [results[j] for j in todo], run)
+
+    def _text_warnings(self, cfg: str, item: tuple, warning: str | None) -> str | None:
+        """Item warnings about the texts themselves: literal special-token strings (tokenized as plain text) and
+        a high share of unknown tokens (the model cannot read the text; its score says little)."""
+        _, cand, src, _ = item
+        out = [warning] if warning else []
+        texts = [("candidate", cand)] + ([("source", src)] if src is not None and cfg != "marginal" else [])
+        for what, text in texts:
+            sp = self.formatter.special_strings(text)
+            if sp:
+                out.append(f"{what} contains special-token text {', '.join(sp)} (scored as plain text)")
+            n_unk, n = self.formatter.unk_count(text)
+            if n and n_unk / n > UNK_WARN_RATE:
+                out.append(f"{what}: {n_unk} of {n} tokens are unknown to the tokenizer")
+        return "; ".join(out) or None
+
+    def _report_texts(self, cfg: str, new: list[dict[str, Any]], run) -> None:
+        """One summary warning per kind of text problem, in the log and (when given) in the run."""
+        for what, needle in (
+            ("special-token text (scored as plain text)", "special-token text"),
+            (f"more than {UNK_WARN_RATE:.0%} unknown tokens", "unknown to the tokenizer"),
+        ):
+            n = sum(1 for r in new if r.get("warning") and needle in r["warning"])
+            if n:
+                msg = f"{cfg}: {n} item(s) with {what} (see the 'warning' column)"
+                if run is not None:
+                    run.warn(msg)
+                else:
+                    log.warning(msg)
 
     def _report_truncation(self, cfg: str, new: list[dict[str, Any]], run) -> None:
         """One summary warning per kind of cut, in the log and (when given) in the run."""
@@ -454,7 +510,8 @@ class DiffScorer:
                     self._aggregate_direction(d, row_lp)
             res = self._combine(cfg, by_item[j], token_scores)
             results[j] = res
-            new.append((uitems[j][0], res))
+            res["warning"] = self._text_warnings(cfg, uitems[j], res.get("warning"))
+            new.append((uitems[j][3], res))
         if run is not None:
             run.put_many(new)
 

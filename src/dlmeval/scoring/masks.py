@@ -5,9 +5,13 @@ the index of its masking rate on the grid ``t_k = k / T`` (``k = 1..T``) and the
 for the standard error). Three schemes:
 
 ``balanced`` (the default; goes beyond the paper)
-    *Stratified rates*: the K masks are spread over the T rates round-robin, so every rate gets ``K // T`` or
-    ``K // T + 1`` masks (exactly K/T when T divides K, as in the presets K=20/T=10 and K=5/T=5), never a random
-    number of them. *Exact counts*: a mask at rate ``t_k`` hides exactly ``m_k = clamp(floor(t_k * L + 1/2), 1, L)``
+    *Stratified rates*: every rate gets ``K // T`` masks and, when T does not divide K, the ``K mod T`` remaining
+    masks go to rates picked by systematic sampling (a random offset, then every ``T / (K mod T)``-th rate), so
+    every rate receives an extra mask with the same probability ``(K mod T) / T`` and the expected weight of every
+    rate is exactly ``1 / T`` for any K >= 1 (with K < T an item's K masks sit at K distinct rates spread over
+    the whole grid, and over items every rate is scored; a round-robin layout would only ever score the lowest K
+    rates and bias the score towards them). When T divides K (the presets K=20/T=10 and K=5/T=5) every rate gets
+    exactly K/T masks and nothing is drawn. *Exact counts*: a mask at rate ``t_k`` hides exactly ``m_k = clamp(floor(t_k * L + 1/2), 1, L)``
     tokens, so there is no noise from a random mask size (and no empty mask). *Complementary (antithetic) masks*:
     rate ``t_k`` is paired with rate ``1 - t_k`` (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the
     complement of the j-th mask at ``t_k``, so every complementary pair hides every token exactly once and every
@@ -20,7 +24,8 @@ for the standard error). Three schemes:
     independent exact-count masks; only the variance drops.
 
 ``independent`` (the paper's estimator, DiffScore section 4.3 / appendix D.5)
-    T evenly spaced rates ``t_k = k / T``, K/T masks at each, each token hidden independently with probability
+    T evenly spaced rates ``t_k = k / T``, K/T masks at each (the ``K mod T`` others at systematically sampled
+    rates, as above), each token hidden independently with probability
     ``t_k`` (Bernoulli). A mask that comes out empty hides one uniformly chosen token instead (the paper does not
     say what it does; an empty mask has no score).
 
@@ -75,13 +80,32 @@ def rate_grid(n_rates: int) -> np.ndarray:
     return np.arange(1, n_rates + 1, dtype=np.float64) / n_rates
 
 
-def masks_per_rate(n_masks: int, n_rates: int) -> np.ndarray:
-    """Masks at each rate when K masks are spread round-robin over T rates (mask j gets rate ``j mod T``)."""
+def masks_per_rate(n_masks: int, n_rates: int, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Masks at each of the T rates: ``K // T`` each, plus one at each of ``K mod T`` rates chosen by systematic
+    sampling with a random offset from ``rng`` (every rate equally likely, so the expected weight of each rate is
+    ``1 / T``). ``rng`` may be left out only when T divides K (nothing is drawn then)."""
     if n_masks < 1:
         raise InputError(f"the number of masks must be at least 1, got {n_masks}")
+    if n_rates < 1:
+        raise InputError(f"the number of masking rates must be at least 1, got {n_rates}")
     counts = np.full(n_rates, n_masks // n_rates, dtype=np.int64)
-    counts[: n_masks % n_rates] += 1
+    extra = n_masks % n_rates
+    if extra:
+        if rng is None:
+            raise ValueError(f"K={n_masks} masks over T={n_rates} rates: the spare masks' rates need an rng")
+        # systematic sampling: points u, u + T/extra, ... (spacing > 1, so at most one per rate)
+        picks = np.floor((np.arange(extra) + rng.random()) * (n_rates / extra)).astype(np.int64)
+        counts[np.minimum(picks, n_rates - 1)] += 1
     return counts
+
+
+def _layout_order(counts: np.ndarray) -> np.ndarray:
+    """Rate index of every mask, round by round over the rates that still have masks (``j mod T`` when every rate
+    has the same count)."""
+    return np.asarray(
+        [k for r in range(int(counts.max(initial=0))) for k in range(len(counts)) if counts[k] > r],
+        dtype=np.int64,
+    )
 
 
 def hidden_count(rate: float, length: int) -> int:
@@ -99,7 +123,7 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
     """Stratified, exact-count, complementary, tiled masks (see the module docstring)."""
     _check(length, n_masks, n_rates)
     rates = rate_grid(n_rates)
-    counts = masks_per_rate(n_masks, n_rates)
+    counts = masks_per_rate(n_masks, n_rates, rng)
     sizes = [hidden_count(float(r), length) for r in rates]
     top = n_rates - 1  # t = 1
     partner = {a: n_rates - 2 - a for a in range(n_rates - 1)}  # t_b = 1 - t_a (0-based rate indices)
@@ -154,8 +178,7 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
     hidden, rate_index, units, strata = [], [], [], []
     # Interleave in the round-robin order of the paper (mask j at rate j mod T) so the layout is easy to read.
     taken = np.zeros(n_rates, dtype=np.int64)
-    for j in range(n_masks):
-        k = j % n_rates
+    for k in _layout_order(counts):
         h, u = per_rate[k][taken[k]]
         taken[k] += 1
         hidden.append(h)
@@ -170,7 +193,7 @@ def independent_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Ge
     _check(length, n_masks, n_rates)
     rates = rate_grid(n_rates)
     hidden = np.zeros((n_masks, length), dtype=bool)
-    rate_index = np.arange(n_masks) % n_rates
+    rate_index = _layout_order(masks_per_rate(n_masks, n_rates, rng))
     for j in range(n_masks):
         h = rng.random(length) < rates[rate_index[j]]
         if not h.any():

@@ -24,11 +24,12 @@ import re
 import shlex
 import sqlite3
 import sys
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlmeval.errors import InputError
+from dlmeval.errors import InputError, StoreError
 from dlmeval.store import jsonsafe
 from dlmeval.store.signature import Signature, library_versions
 
@@ -93,10 +94,12 @@ def _now() -> str:
 
 def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
     """``path``, else ``$DLMEVAL_STORE``, else ``<user data dir>/dlmeval/runs.sqlite``; a directory gets
-    ``runs.sqlite`` inside it."""
-    if path:
+    ``runs.sqlite`` inside it. An empty ``path`` (``--store ""``) is an error, not the default store."""
+    if path is not None:
+        if not str(path).strip():
+            raise InputError("--store is empty; pass a file path, or leave --store out for the default store")
         p = Path(path)
-    elif os.environ.get(STORE_ENV):
+    elif os.environ.get(STORE_ENV, "").strip():
         p = Path(os.environ[STORE_ENV])
     else:
         from platformdirs import user_data_dir
@@ -106,6 +109,48 @@ def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
     if p.is_dir():
         p = p / DEFAULT_FILENAME
     return p
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write ``path`` and create its journal files beside it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def check_writable_store(path: str | os.PathLike | None = None) -> Path:
+    """The resolved store path if a writing command can use it (an existing writable file, or a new file in a
+    directory that exists or can be made); :class:`StoreError` otherwise. Creates nothing: commands call it before
+    their work so that a bad ``--store`` fails first and leaves no trace."""
+    p = resolve_store_path(path)
+    if p.exists():
+        if not p.is_file() or not os.access(p, os.R_OK):
+            raise StoreError(f"cannot read the run store {p}; pass another --store PATH")
+        if not _writable(p):
+            raise StoreError(
+                f"the run store {p} is read-only; pass a writable --store PATH "
+                "(reading it works: `dlmeval runs list --store ...`)"
+            )
+        return p
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"cannot create the run store {p} ({parent} is not writable); pass a writable --store PATH"
+        )
+    return p
+
+
+def _store_message(path: Path, e: sqlite3.OperationalError) -> str:
+    msg = str(e)
+    if "full" in msg:
+        hint = "free disk space or pass another --store PATH"
+    elif "readonly" in msg or "read-only" in msg:
+        hint = "the file or its directory is read-only; pass a writable --store PATH"
+    elif "locked" in msg or "busy" in msg:
+        hint = "another process holds it; wait for it or pass another --store PATH"
+    else:
+        hint = "pass another --store PATH"
+    return f"run store {path}: {msg}; {hint}"
 
 
 def natural_key(key: str) -> list[tuple[int, Any]]:
@@ -190,27 +235,58 @@ class RunStore:
     """An SQLite run store. ``RunStore()`` opens the default store; ``RunStore(path)`` a given file.
 
     ``must_exist=True`` refuses to create a new file (for read-only commands: a mistyped path is an error, not a
-    new empty store).
+    new empty store) and never writes: the file is opened read-only, so a store the user cannot write is still
+    listed and an SQLite file that is not a dlmeval store is refused untouched. A file that holds tables but no
+    dlmeval schema is refused in every mode (dlmeval never adds its tables to someone else's database).
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, must_exist: bool = False):
         self.path = resolve_store_path(path)
+        self.read_only = bool(must_exist)
         if not self.path.exists():
             if must_exist:
                 raise InputError(f"no run store at {self.path}; pass --store PATH or set {STORE_ENV}")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(
+                    f"cannot create the run store directory {self.path.parent} ({e.strerror}); "
+                    "pass a writable --store PATH"
+                ) from None
+        elif must_exist:
+            if self.path.is_dir() or not os.access(self.path, os.R_OK):
+                raise StoreError(f"cannot read the run store {self.path}; pass another --store PATH")
+        else:
+            check_writable_store(self.path)
         try:
-            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if self.read_only:
+                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
+                self._conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            else:
+                self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            # NORMAL under WAL: a killed process never loses or tears a committed transaction
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._check_foreign()
+            if not self.read_only:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                # NORMAL under WAL: a killed process never loses or tears a committed transaction
+                self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._init_schema()
+        except sqlite3.OperationalError as e:
+            raise StoreError(_store_message(self.path, e)) from None
         except sqlite3.DatabaseError as e:
             raise InputError(
                 f"{self.path} is not a dlmeval run store ({e}); pass another --store PATH"
             ) from None
+
+    def _check_foreign(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and names and "runs" not in names:
+            raise InputError(
+                f"{self.path} is an SQLite database but not a dlmeval run store (tables: "
+                f"{', '.join(sorted(names)[:5])}); it was left untouched; pass another --store PATH"
+            )
 
     def _init_schema(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -219,6 +295,11 @@ class RunStore:
                 f"the run store {self.path} has schema version {version}, newer than this dlmeval "
                 f"understands ({SCHEMA_VERSION}); upgrade dlmeval"
             )
+        if version < SCHEMA_VERSION and self.read_only:
+            # an empty file opened read-only: no runs yet; the schema is created by the first writing command
+            self._empty = True
+            return
+        self._empty = False
         if version < SCHEMA_VERSION:
             with self.transaction() as c:
                 for stmt in _SCHEMA.split(";"):
@@ -232,13 +313,31 @@ class RunStore:
         """One write transaction: everything inside is committed together or not at all."""
         if self._conn.in_transaction:
             raise RuntimeError("run store transactions do not nest")
-        self._conn.execute("BEGIN IMMEDIATE")
+        if self.read_only:
+            raise StoreError(
+                f"the run store {self.path} was opened read-only; this command cannot write to it"
+            )
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            raise StoreError(_store_message(self.path, e)) from None
         try:
             yield self._conn
+        except sqlite3.OperationalError as e:
+            self._rollback()
+            raise StoreError(_store_message(self.path, e)) from None
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            self._rollback()
+            raise StoreError(_store_message(self.path, e)) from None
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
         return self._conn.execute(sql, tuple(params))
@@ -285,7 +384,8 @@ class RunStore:
                 )
                 old_versions = None
             else:
-                c.execute("UPDATE runs SET status = 'running', updated = ? WHERE run_id = ?", (now, rid))
+                # a finished run keeps its status until something is written to it (put / put_many / put_table
+                # mark it running again): reopening it to read it back, or failing before writing, changes nothing
                 old_versions = jsonsafe.loads(row[0]).get("versions", {})
             c.execute(
                 "INSERT INTO sessions (run_id, started, command_line, versions) VALUES (?, ?, ?, ?)",
@@ -311,6 +411,8 @@ class RunStore:
         ref = str(ref).strip().lower()
         if not ref or not _HEX.match(ref):
             raise InputError(f"{ref!r} is not a run id (hex digits); `dlmeval runs list` shows the runs")
+        if getattr(self, "_empty", False):
+            raise InputError(f"no run {ref!r} in {self.path}: the store is empty")
         rows = self.execute(
             "SELECT run_id, kind, created FROM runs WHERE run_id LIKE ? ORDER BY created", (ref + "%",)
         ).fetchall()
@@ -327,6 +429,8 @@ class RunStore:
     def list_runs(self, kind: str | None = None) -> list[dict[str, Any]]:
         """One dict per run (oldest first): run_id, kind, models, seed, created, updated, status, n_items, signature
         (the short line)."""
+        if getattr(self, "_empty", False):
+            return []
         sql = (
             "SELECT r.run_id, r.kind, r.model_names, r.seed, r.created, r.updated, r.status, r.signature, "
             "(SELECT COUNT(*) FROM items i WHERE i.run_id = r.run_id) FROM runs r"
@@ -401,13 +505,16 @@ class Run:
         "ON CONFLICT (run_id, key) DO UPDATE SET result = excluded.result, written = excluded.written"
     )
 
+    # a write marks the run running again (finish() marks it done)
+    _TOUCH = "UPDATE runs SET updated = ?, status = 'running' WHERE run_id = ?"
+
     def put(self, key: Any, result: Mapping[str, Any]) -> None:
         """Store (or replace) one item's result, in one transaction."""
         now = _now()
         row = self._row(key, result, now)
         with self.store.transaction() as c:
             c.execute(self._UPSERT, row)
-            c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, self.run_id))
+            c.execute(self._TOUCH, (now, self.run_id))
 
     def put_many(
         self, pairs: Iterable[tuple[Any, Mapping[str, Any]]] | Mapping[Any, Mapping[str, Any]]
@@ -425,7 +532,7 @@ class Run:
             for key, result in pairs:
                 c.execute(self._UPSERT, self._row(key, result, now))
                 n += 1
-            c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, self.run_id))
+            c.execute(self._TOUCH, (now, self.run_id))
         return n
 
     def done_keys(self) -> set[str]:
@@ -477,7 +584,7 @@ class Run:
                 "ON CONFLICT (run_id, name) DO UPDATE SET data = excluded.data, written = excluded.written",
                 (self.run_id, name, data, now),
             )
-            c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, self.run_id))
+            c.execute(self._TOUCH, (now, self.run_id))
 
     def get_table(self, name: str) -> pd.DataFrame:
         row = self.store.execute(
@@ -562,4 +669,12 @@ class Run:
         }
 
 
-__all__ = ["RunStore", "Run", "resolve_store_path", "natural_key", "frame_records", "library_versions"]
+__all__ = [
+    "RunStore",
+    "Run",
+    "check_writable_store",
+    "resolve_store_path",
+    "natural_key",
+    "frame_records",
+    "library_versions",
+]
