@@ -111,6 +111,62 @@ def _split(spec: str) -> tuple[str, str]:
     return spec, ""
 
 
+def check_settings(device: str | None = None, dtype: str | None = None, seed: int = 0) -> None:
+    """Refuse a device, dtype or seed no model can use, before any model is built (stand-ins included: a tiny
+    model must not run float32 under a signature that says float8). Raises :class:`InputError`."""
+    import torch
+
+    from dlmeval.models.base import resolve_dtype
+
+    if device not in (None, "auto"):
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise InputError(f"unknown --device {device!r}; use cpu, cuda, cuda:N or auto") from None
+        if dev.type not in ("cpu", "cuda", "mps"):
+            raise InputError(f"--device {device!r} is not supported; use cpu, cuda, cuda:N or auto")
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise InputError(f"--device {device!r}: no CUDA device is available here; use --device cpu")
+    if not isinstance(dtype, torch.dtype):
+        resolve_dtype(dtype, torch.device("cpu"))  # InputError for an unknown name
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InputError(f"--seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
+
+
+def _typed_load_errors(fn):
+    """Loading errors from the libraries (a folder with a config but no weights, a truncated safetensors file)
+    become one :class:`ModelNotFoundError` naming the spec and what to do."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(spec, **kw):
+        check_settings(kw.get("device"), kw.get("dtype"), kw.get("seed", 0))
+        try:
+            return fn(spec, **kw)
+        except InputError:
+            raise
+        except OSError as e:
+            raise ModelNotFoundError(
+                f"cannot load model {spec!r}: {_first_line(e)}; check that the folder holds the config, tokenizer "
+                "and complete weights (model.safetensors or pytorch_model.bin)"
+            ) from None
+        except Exception as e:
+            if type(e).__name__ == "SafetensorError" or "safetensors" in type(e).__module__:
+                raise ModelNotFoundError(
+                    f"cannot load model {spec!r}: the weights file is damaged or truncated ({_first_line(e)}); "
+                    "download or copy it again"
+                ) from None
+            raise
+
+    return wrapper
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+@_typed_load_errors
 def load_diffusion(
     spec: str,
     *,
@@ -165,6 +221,7 @@ def load_diffusion(
     raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
 
 
+@_typed_load_errors
 def load_causal_lm(
     spec: str,
     *,
