@@ -4,6 +4,7 @@ tiny models (all 12 benchmarks), resumption after a crash (identical tables), Di
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,9 @@ def test_scoring_frames(data_root):
     assert len(se) == 32 and se["doc_id"].nunique() == 2  # limit rounded up to whole documents
     assert all(len(t) == 11 for t in se["targets"])
     wmt = scoring_frame("gu-en", data_root, limit=5)
-    assert len(wmt) == 10 and wmt["key"].iat[0] == "gu-en/0/better" and wmt["key"].iat[1] == "gu-en/0/worse"
+    # keys: the loader's id, a digest of the pair's texts, the side
+    assert len(wmt) == 10 and re.fullmatch(r"gu-en/0@[0-9a-f]{12}/better", wmt["key"].iat[0])
+    assert wmt["key"].iat[1] == wmt["key"].iat[0].replace("/better", "/worse")
     assert (wmt["cond_source"] == wmt["targets"].map(lambda t: t[0])).all()  # MT conditions on the reference
     qags = scoring_frame("QAGS_CNN", data_root, limit=3)
     assert (
@@ -263,11 +266,11 @@ def test_suite_end_to_end_all_benchmarks(full_run):
         assert (d / "out" / f"{name}.csv").is_file()
     assert "DARR Kendall-like tau" in (d / "out" / "mt.md").read_text()
     assert not rep.comparisons.empty and set(rep.comparisons["test"]) <= {"williams", "paired_bootstrap"}
-    # stored: per-item scores keyed (benchmark/item|metric), and the tables in the summary run
+    # stored: per-item scores keyed (benchmark/item@content|metric), and the tables in the summary run
     lex = store.get_run(rep.components["lexical"])
     keys = lex.done_keys()
     assert any(k.startswith("SummEval/") and k.endswith("|bleu") for k in keys)
-    assert any(k.startswith("gu-en/0/worse|") for k in keys)
+    assert any(re.fullmatch(r"gu-en/0@[0-9a-f]{12}/worse\|bleu", k) for k in keys)
     assert set(rep.run.tables()) >= {"results", "comparisons", "sum", "mt", "d2t"}
 
 

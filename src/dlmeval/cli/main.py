@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         hf_logging.disable_progress_bar()
     try:
         rc = args.func(args)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here when stdout is buffered
     except DlmevalError as e:
         if args.debug:
             raise
@@ -96,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dlmeval: interrupted; a rerun of the same command resumes where it stopped", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`dlmeval runs list | head -1`): end quietly; point stdout at devnull so the
+        # interpreter's final flush does not raise again (the recipe of the Python docs, "Note on SIGPIPE")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return int(rc or 0)
 
 

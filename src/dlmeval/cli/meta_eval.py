@@ -161,16 +161,28 @@ def _options(args):
 
 
 def run(args) -> int:
+    from dlmeval.errors import InputError
     from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
     from dlmeval.store import RunStore
+    from dlmeval.store.db import check_writable_store
 
     opts = _options(args)
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])
+    # validate, then open: the options, the data files and the models are checked before the store is opened
+    # (or created), so a bad input leaves it exactly as it was
+    suite = Suite(opts, None, command_line=command_line)
+    if args.analysis:
+        suite.dlm()
+    else:
+        suite.prepare()
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(f"--out {args.out} is a file; pass a directory for the tables")
+    check_writable_store(args.store)
     with RunStore(args.store) as store:
+        suite.store = store
         if args.analysis:
             from dlmeval.protocols.diffscore_analyses import run_analysis
 
-            suite = Suite(opts, store, command_line=command_line)
             kw = {"n_pairs": args.n_pairs} if args.analysis == "directional" else {}
             tables = run_analysis(args.analysis, suite, **kw)
             out = Path(args.out or f"meta-eval-{args.analysis}")
@@ -186,7 +198,7 @@ def run(args) -> int:
                 text + f"\ntables: {out}/",
             )
             return 0
-        report = run_suite(opts, store, command_line=command_line)
+        report = run_suite(opts, store, command_line=command_line, suite=suite)
         out = Path(args.out or f"meta-eval-{report.run.run_id}")
         all_tables = {
             "results": report.results,

@@ -19,7 +19,10 @@ What runs, per benchmark (:func:`scoring_frame` normalises the three layouts of 
   :mod:`dlmeval.protocols.diffscore_ft`.
 
 Resumption. Every score is written to the run store as soon as its chunk is computed, keyed
-``"{item}|{metric}"`` (the item id starts with the benchmark: ``SummEval/M11/...``, ``gu-en/17/better``), in one
+``"{item}@{content}|{metric}"`` (the item id starts with the benchmark: ``SummEval/M11/...``, ``gu-en/17@.../better``;
+``content`` is a digest of every text the score is computed from, so a changed data file under ``--data-dir``
+recomputes what changed instead of reading back the old numbers; the summary run's configuration holds a digest
+of every data file, so its id and signature change with the data), in one
 run per component (baselines, AR model, diffusion model + estimator, DiffScore-FT), so changing one component
 (``--fast``, another AR model) recomputes only that component, and a ``--limit`` run's scores are reused by the
 full run. Work goes in fixed chunks of distinct texts (an output text that recurs, as WMT system outputs do, is
@@ -35,6 +38,7 @@ Williams test or paired bootstrap), the paper-style ``mt`` / ``sum`` / ``d2t`` t
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -157,6 +161,14 @@ class SuiteOptions:
             raise InputError(f"--ar-max-refs must be at least 1, got {self.ar_max_refs}")
         if self.ft and self.ft_options.folds < 2:
             raise InputError(f"DiffScore-FT needs at least 2 folds, got {self.ft_options.folds}")
+        for flag, v in (("--masks/-K", self.n_masks), ("--rates/-T", self.n_rates)):
+            if v is not None and v < 1:
+                raise InputError(f"{flag} must be at least 1, got {v}")
+        if self.dlm_batch_size is not None and self.dlm_batch_size < 1:
+            raise InputError(f"--batch-size must be at least 1, got {self.dlm_batch_size}")
+        from dlmeval.models.registry import check_settings
+
+        check_settings(self.device, self.dtype, self.seed)
         self.resolved_benchmarks()
 
 
@@ -188,13 +200,14 @@ def scoring_frame(name: str, data_dir: str | None = None, limit: int | None = No
     if b.task == "WMT":
         rows = []
         for r in df.itertuples(index=False):
+            h = _content_digest(r.src, r.ref, r.better, r.worse)
             for side, cand, system in (
                 ("better", r.better, r.better_system),
                 ("worse", r.worse, r.worse_system),
             ):
                 rows.append(
                     {
-                        "key": f"{r.item_id}/{side}",
+                        "key": f"{r.item_id}@{h}/{side}",
                         "benchmark": b.name,
                         "task": "WMT",
                         "doc_id": str(r.pair_id),
@@ -209,9 +222,13 @@ def scoring_frame(name: str, data_dir: str | None = None, limit: int | None = No
                     }
                 )
         return pd.DataFrame(rows)
+    refs = [tuple(dict.fromkeys(r)) for r in df["references"]]
+    digests = [
+        _content_digest(s, *rf, c) for s, rf, c in zip(df["source"], refs, df["candidate"], strict=True)
+    ]
     out = pd.DataFrame(
         {
-            "key": df["item_id"].astype(str),
+            "key": [f"{k}@{h}" for k, h in zip(df["item_id"].astype(str), digests, strict=True)],
             "benchmark": b.name,
             "task": b.task,
             "doc_id": df["doc_id"].astype(str),
@@ -228,6 +245,30 @@ def scoring_frame(name: str, data_dir: str | None = None, limit: int | None = No
     for dim in b.dimensions:
         out[dim] = df[dim].to_numpy(dtype=np.float64)
     return out.reset_index(drop=True)
+
+
+def _content_digest(*texts: str) -> str:
+    """12 hex digits of the texts a row's scores are computed from (part of its store key)."""
+    return hashlib.sha256("\x1e".join(texts).encode("utf-8")).hexdigest()[:12]
+
+
+def data_digest(name: str, data_dir: str | None = None) -> str:
+    """A digest of the data file of benchmark ``name`` (goes into the configuration of the runs that depend on
+    the whole file: the summary, DiffScore-FT)."""
+    from dlmeval.data.bartscore import bartscore_path
+
+    p = bartscore_path(name, data_dir)
+    st = p.stat()
+    return _file_digest(str(p), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
 
 
 def dimensions(name: str) -> tuple[str, ...]:
@@ -457,6 +498,23 @@ class Suite:
         self._scorers: dict[str, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
 
+    def prepare(self, *, data: bool = True, models: bool = True) -> None:
+        """Validate, then open: read every benchmark's data file and load every model the families need, so that a
+        missing or malformed file, a bad model spec or a bad setting fails before any run is created (the store
+        is left exactly as it was). Nothing here touches the store."""
+        if data:
+            for name in self.benchmarks:
+                self.frame(name)
+                data_digest(name, self.opts.data_dir)
+        if models:
+            fams = self.families()
+            if "diffscore" in fams or "ft" in fams:
+                self.dlm()
+            if "ar" in fams:
+                self.ar()
+            if "embedding" in fams:
+                self.embedder()
+
     def frame(self, name: str) -> pd.DataFrame:
         """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
         if name not in self._frames:
@@ -608,7 +666,12 @@ class Suite:
             m = self.dlm()
             run = self._open(
                 "meta-eval-diffscore-ft",
-                {"estimator": o.estimator(), "ft": asdict(replace(o.ft_options, work_dir=None))},
+                {
+                    "estimator": o.estimator(),
+                    "ft": asdict(replace(o.ft_options, work_dir=None)),
+                    # a fold model is trained on the whole file, so every score depends on all of it
+                    "data": {b: data_digest(b, o.data_dir) for b in self.benchmarks if _ft_applies(b)},
+                },
                 [m],
             )
             name = m.identity().name
@@ -1051,10 +1114,15 @@ def run_suite(
     out_dir: str | Path | None = None,
     command_line: str | None = None,
     models: Mapping[str, Any] | None = None,
+    suite: Suite | None = None,
 ) -> SuiteReport:
     """Score every pending item (resumably), then compute and store the tables. See the module docstring.
-    ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model."""
-    suite = Suite(opts, store, command_line=command_line, models=models)
+    ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model; ``suite`` is a
+    :class:`Suite` already built (and prepared) for ``opts``, e.g. before the store was opened."""
+    if suite is None:
+        suite = Suite(opts, store, command_line=command_line, models=models)
+    suite.store = store
+    suite.prepare()
     suite.score_all()
     results, comps = [], []
     for name in suite.benchmarks:
@@ -1085,6 +1153,7 @@ def run_suite(
             "suite": opts.suite,
             "benchmarks": list(suite.benchmarks),
             "limit": opts.limit,
+            "data": {b: data_digest(b, opts.data_dir) for b in suite.benchmarks},
             "components": components,
             "bootstrap": opts.bootstrap,
             "confidence": opts.confidence,
