@@ -48,7 +48,11 @@ import pandas as pd
 
 from dlmeval.errors import InputError
 from dlmeval.protocols import care_tables as ct
+from dlmeval.protocols import common
 from dlmeval.protocols.care_spec import CareSpec
+from dlmeval.protocols.common import chunks as _chunks
+from dlmeval.protocols.common import cut_at
+from dlmeval.protocols.common import empty_cuda as _empty_cuda
 from dlmeval.seeding import derive_seed
 
 log = logging.getLogger("dlmeval.care")
@@ -369,13 +373,6 @@ def _labelled(spec: CareSpec) -> CareSpec:
     return spec.replace(models=tuple(model_label(m) for m in spec.models))
 
 
-def _empty_cuda() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
 def _run_model(
     spec, model_spec, model, run, metrics, data_dir, progress, say
 ) -> tuple[list[dict], list[dict]]:
@@ -425,10 +422,6 @@ def _sampler_config(spec: CareSpec, cell: Cell, length: int | None = None):
         stop_at_eos=True,
         seed=derive_seed(spec.seed, "care", cell.seed),
     )
-
-
-def _chunks(items: list, size: int) -> list[list]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _generate_cell(spec, model, run, cell: Cell, prompts: list[PromptItem], done: set[str]) -> None:
@@ -541,16 +534,6 @@ def downstream_cells(spec: CareSpec) -> list[Cell]:
                     c = Cell("task", strat, None, budget, t, spec.sweep.remask_fraction, seed)
                     out.setdefault(c.key, c)
     return list(out.values())
-
-
-def cut_at(text: str, stops: Sequence[str]) -> str:
-    """``text`` up to the first of ``stops`` (all of it when none occurs)."""
-    cut = len(text)
-    for s in stops:
-        i = text.find(s)
-        if i != -1:
-            cut = min(cut, i)
-    return text[:cut]
 
 
 def gsm8k_prompt(item, shots: Sequence) -> str:
@@ -679,21 +662,16 @@ def _arc(spec, model_spec, model, run, data_dir, say) -> dict:
         a = spec.downstream.arc
         items = ARC_CHALLENGE.items(data_dir=data_dir, limit=a.n)
         scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, "arc"))
-        cands, srcs, cids = [], [], []
+        requests = []
         for it in items:
             msg, conts = ARC_CHALLENGE.choice_request(it)
-            for j, cont in enumerate(conts):
-                cands.append(cont)
-                srcs.append(msg.text)
-                cids.append(f"{it.item_id}/{j}")
+            requests.append((msg.text, conts))
         nfe0 = model.nfe
-        df = scorer.score(cands, srcs, config="cond", item_ids=cids)
-        scores = df["score"].to_numpy(float)
-        correct, k = [], 0
-        for it in items:
-            s = scores[k : k + len(it.choices)]
-            k += len(it.choices)
-            correct.append(argmax_choice([float(x) if math.isfinite(x) else -math.inf for x in s]) == it.gold)
+        scores = common.diffscore_choice_scores(scorer, requests, item_ids=[it.item_id for it in items])
+        correct = [
+            argmax_choice([x if math.isfinite(x) else -math.inf for x in s]) == it.gold
+            for it, s in zip(items, scores)
+        ]
         rec = {
             "task": "arc",
             "n": len(items),
@@ -721,29 +699,12 @@ def _arc(spec, model_spec, model, run, data_dir, say) -> dict:
 # ------------------------------------------------------------------------------------------------ output
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
     """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``."""
-    d = Path(out_dir)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot create output directory {d}: {e.strerror or e}") from None
-    parts = [f"# {header}\n"] if header else []
-    for name in ct.TABLE_ORDER:
-        if name not in tables:
-            continue
-        df = tables[name]
-        df.to_csv(d / f"{name}.csv", index=False)
-        md = ct.markdown(name, df)
-        (d / f"{name}.md").write_text(md, encoding="utf-8")
-        parts.append(md)
-    (d / "tables.md").write_text("\n".join(parts), encoding="utf-8")
-    return d
+    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=ct.markdown, header=header)
 
 
 def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:
     """The tables stored on a run (a ``care`` or ``care-sweep`` run), in :data:`TABLE_ORDER`."""
-    run = store.get_run(run_id)
-    have = set(run.tables())
-    return {n: run.get_table(n) for n in ct.TABLE_ORDER if n in have}
+    return common.load_tables(store, run_id, ct.TABLE_ORDER)
 
 
 __all__ = [

@@ -128,3 +128,67 @@ def read_spec(ref: str | os.PathLike, shipped: Sequence[str]) -> tuple[Mapping[s
     if not isinstance(raw, Mapping):
         raise InputError(f"{p}: a spec is a table of keys at the top level")
     return raw, p
+
+
+# ---------------------------------------------------------------------------------------------------- fields
+# A spec dataclass declares each key once: its default and how it is validated, in the field's metadata
+# (``spec_field``); :func:`read_dataclass` reads a ``[table]`` into the dataclass with those checks, so no parser
+# repeats a default.
+def spec_field(default: Any = dataclasses.MISSING, check: Callable[[Any, str], Any] | None = None, **kw: Any):
+    """A dataclass field whose ``metadata["check"](value, where)`` validates (and may convert) a spec value."""
+    md = {"check": check} if check is not None else {}
+    if default is not dataclasses.MISSING and isinstance(default, list | dict | set):
+        raise TypeError("use a tuple or a default_factory for mutable defaults")
+    return dataclasses.field(default=default, metadata=md, **kw)
+
+
+def int_check(minimum: int | None = None, *, none: Sequence[Any] = ()) -> Callable[[Any, str], Any]:
+    """An integer of at least ``minimum``; values in ``none`` (e.g. ``0`` for "absent") read as None."""
+
+    def check(v: Any, at: str) -> int | None:
+        if v is None or (not isinstance(v, bool) and v in none):
+            return None
+        return as_int(v, at, minimum=minimum)
+
+    return check
+
+
+def float_check(lo: float | None = None, hi: float | None = None) -> Callable[[Any, str], float]:
+    return lambda v, at: as_float(v, at, lo=lo, hi=hi)
+
+
+def str_check(
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+) -> Callable[[Any, str], str]:
+    """A non-empty string, one of ``choices`` (a sequence, or a callable returning one: a registry read late)."""
+    return lambda v, at: as_str(v, at, tuple(choices()) if callable(choices) else choices)
+
+
+def bool_check(v: Any, at: str) -> bool:
+    return as_bool(v, at)
+
+
+def list_check(item: Callable[[Any, str], Any], *, allow_empty: bool = False) -> Callable[[Any, str], tuple]:
+    return lambda v, at: as_list(v, at, item, allow_empty=allow_empty)
+
+
+def read_dataclass(cls, raw: Any, where: str, *, base: Any = None, skip: Sequence[str] = (), **given: Any):
+    """``cls`` from the ``[where]`` table ``raw``: unknown keys are refused, each given key is validated by its
+    field's ``check``, absent keys take ``base``'s value (another instance) or the field default. ``skip``: fields
+    the table may not set (filled from ``given`` or their defaults)."""
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    allowed = {f.name for f in fields} - set(skip) - set(given)
+    t = as_table(raw, where, allowed)
+    kw: dict[str, Any] = dict(given)
+    for f in fields:
+        if f.name in given:
+            continue
+        if f.name in t:
+            check = f.metadata.get("check")
+            kw[f.name] = check(t[f.name], dotted(where, f.name)) if check else t[f.name]
+        elif base is not None:
+            kw[f.name] = getattr(base, f.name)
+    try:
+        return cls(**kw)
+    except TypeError as e:
+        raise InputError(f"spec: [{where}]: {e}") from None

@@ -98,6 +98,7 @@ class ARCChallenge(Task):
     name = "arc_challenge"
     template = ARC_TEMPLATE
     likelihood_template = ARC_LIKELIHOOD_TEMPLATE
+    multiple_choice = True
     chance = 0.25
     max_new_tokens = 128
     stop = ("\nQuestion:",)
@@ -118,6 +119,9 @@ class ARCChallenge(Task):
 
     def is_correct(self, item: ARCItem, output: str) -> bool:
         return self.extract(output, item) == item.gold
+
+    def attack_target(self, item: ARCItem, *, chat: bool) -> str:
+        return self._spaced(LETTERS[int(item.gold)], chat)  # the gold letter
 
     # ------------------------------------------------------------------------------------------ likelihood
     def likelihood_prompt(self, item: ARCItem) -> Prompt:

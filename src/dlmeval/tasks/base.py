@@ -12,9 +12,10 @@ A model enters only as a callable:
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -113,6 +114,47 @@ class Task(ABC):
     chance: ClassVar[float]  # accuracy of guessing (the RDI guard's null)
     max_new_tokens: ClassVar[int]  # the paper's generation budget (App. E, Table 6)
     stop: ClassVar[tuple[str, ...]] = ()  # cut generations here (a base model would run on into a new item)
+    multiple_choice: ClassVar[bool] = False  # offers choice_request (likelihood scoring of its options)
+    #: the task's own settings a spec may give (``[tasks.<name>] key = value``): name -> allowed values; the
+    #: first value is the default, held as an instance attribute of that name
+    options: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+
+    def configured(self, **options: Any) -> Task:
+        """This task with ``options`` set (a copy; the task itself when they are all its current values)."""
+        for k, v in options.items():
+            if k not in self.options:
+                known = ", ".join(self.options) or "none"
+                raise InputError(f"task {self.name} has no option {k!r} (options: {known})")
+            if v not in self.options[k]:
+                raise InputError(
+                    f"task {self.name}: {k} = {v!r} is not one of {', '.join(map(str, self.options[k]))}"
+                )
+        if all(getattr(self, k) == v for k, v in options.items()):
+            return self
+        t = copy.copy(self)
+        for k, v in options.items():
+            setattr(t, k, v)
+        return t
+
+    def settings(self) -> dict[str, Any]:
+        """The current values of the task's options (part of every record's signature)."""
+        return {k: getattr(self, k) for k in self.options}
+
+    def attack_target(self, item: Any, *, chat: bool) -> str:
+        """The answer text whose loss an adversarial suffix raises (the D-GCG probe), spaced as it follows the
+        prompt: after a chat template's assistant header as it stands, after a plain ``Answer:`` with a space."""
+        raise InputError(f"task {self.name} defines no attack target (Task.attack_target)")
+
+    def choice_request(
+        self, item: Any, perturbation: Perturbation | None = None, *, seed: int = 0, scope: str = "prompt",
+        chat: bool = False,
+    ) -> tuple[UserMessage, list[str]]:  # fmt: skip
+        """A multiple-choice task's (perturbed) context and the continuations to score."""
+        raise InputError(f"task {self.name} is not multiple choice: it has no options to score")
+
+    @staticmethod
+    def _spaced(text: str, chat: bool) -> str:
+        return text if chat else " " + text
 
     @abstractmethod
     def load(self, data_dir=None, *, path=None) -> list[Any]: ...

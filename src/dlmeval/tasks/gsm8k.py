@@ -83,5 +83,8 @@ class GSM8K(Task):
         pred = extract_gsm8k_answer(output)
         return pred is not None and pred == item.gold
 
+    def attack_target(self, item: GSM8KItem, *, chat: bool) -> str:
+        return self._spaced(f"#### {item.gold}", chat)  # the answer format the prompt asks for
+
 
 GSM8K_TASK = GSM8K()

@@ -26,16 +26,18 @@ def normalize_answer(text: str) -> str:
     return " ".join(s.split())
 
 
-def alias_match(prediction: str, aliases: tuple[str, ...] | list[str]) -> bool:
-    """True if a normalised alias occurs in the normalised prediction as a whole-word substring.
+def alias_match(prediction: str, aliases: tuple[str, ...] | list[str], *, whole_word: bool = True) -> bool:
+    """True if a normalised alias occurs in the normalised prediction: as a whole-word substring (the default)
+    or, with ``whole_word=False``, as any substring (the paper's matching, App. J).
 
-    The paper matches aliases as substrings of the answer (App. J); dlmeval requires word boundaries so that a short
-    alias such as ``"9"`` is not found inside ``"1990"`` (aliases that normalise to nothing are skipped).
+    Whole words keep a short alias such as ``"9"`` from being found inside ``"1990"`` (aliases that normalise to
+    nothing are skipped either way).
     """
-    pred = f" {normalize_answer(prediction)} "
+    norm = normalize_answer(prediction)
+    pred = f" {norm} " if whole_word else norm
     for a in aliases:
         na = normalize_answer(a)
-        if na and f" {na} " in pred:
+        if na and (f" {na} " if whole_word else na) in pred:
             return True
     return False
 
@@ -46,6 +48,9 @@ class TriviaQA(Task):
     chance = 0.0
     max_new_tokens = 128
     stop = ("\nQuestion:",)
+    #: ``substring``: an alias anywhere in the answer (the paper, App. J); ``word``: on word boundaries only
+    options = {"match": ("substring", "word")}
+    match = "substring"
 
     def load(self, data_dir=None, *, path=None) -> list[TriviaQAItem]:
         return load_triviaqa(data_dir, path=path)
@@ -60,7 +65,10 @@ class TriviaQA(Task):
         return list(item.answers)
 
     def is_correct(self, item: TriviaQAItem, output: str) -> bool:
-        return alias_match(output, item.answers)
+        return alias_match(output, item.answers, whole_word=self.match == "word")
+
+    def attack_target(self, item: TriviaQAItem, *, chat: bool) -> str:
+        return self._spaced(str(item.answers[0]), chat)  # the first alias
 
 
 TRIVIAQA = TriviaQA()

@@ -1,0 +1,231 @@
+"""Planning and the per-item evaluation: the models of a spec, the cells of one model, and the records of a cell
+(generation or likelihood), computed in fixed chunks where missing and read back otherwise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlmeval.errors import InputError
+from dlmeval.protocols.common import chunks
+from dlmeval.protocols.robust.keys import data_identity, record_key
+from dlmeval.protocols.robust.spec import RobustSpec, SamplerSpec
+from dlmeval.seeding import derive_seed
+
+
+# ================================================================================================ planning
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model as the protocol runs it: its role, spec string, table label and (DLM) sampler settings."""
+
+    role: str
+    spec: str
+    label: str
+    sampler: SamplerSpec | None = None
+
+
+def model_entries(spec: RobustSpec) -> tuple[list[ModelEntry], dict[str, tuple[str, str]]]:
+    """The distinct models of the spec (a model in two pairs with the same settings runs once) and, per pair
+    name, the labels of its DLM and AR entries."""
+    entries: dict[tuple, ModelEntry] = {}
+    pair_labels: dict[str, tuple[str, str]] = {}
+    for p in spec.pairs:
+        labs = []
+        for role, ms in (("dlm", p.dlm), ("ar", p.ar)):
+            sampler = spec.sampler_for(p) if role == "dlm" else None
+            k = (role, ms, sampler)
+            if k not in entries:
+                taken = {e.label for e in entries.values()}
+                label = ms if ms not in taken else f"{ms}@{p.name}"
+                entries[k] = ModelEntry(role, ms, label, sampler)
+            labs.append(entries[k].label)
+        pair_labels[p.name] = (labs[0], labs[1])
+    return list(entries.values()), pair_labels
+
+
+def plan(spec: RobustSpec) -> list[tuple[str, str, str, int | None]]:
+    """Every (task, mode, condition, perturbation seed) cell of one model, in run order (clean first)."""
+    cells = []
+    for t in spec.tasks:
+        for mode in t.modes:
+            cells.append((t.name, mode, "clean", None))
+            for c in spec.conditions:
+                for s in spec.perturbation_seeds:
+                    cells.append((t.name, mode, c, s))
+    return cells
+
+
+@dataclass
+class Data:
+    """Task files, each read once per run (TriviaQA's takes seconds to parse), and their identities."""
+
+    data_dir: Any = None
+    files: dict[tuple[str, str | None], list] = field(default_factory=dict)
+
+    def all_items(self, task_name: str, path: str | None) -> list:
+        from dlmeval.tasks import get_task
+
+        task = get_task(task_name)
+        key = (task.name, path)
+        if key not in self.files:
+            self.files[key] = task.items(path=path) if path else task.items(data_dir=self.data_dir)
+        return self.files[key]
+
+    def items(self, task_name: str, path: str | None, n: int) -> list:
+        return self.all_items(task_name, path)[:n]
+
+    def identity(self, spec: RobustSpec) -> dict[str, dict]:
+        return {t.name: data_identity(t.path, self.all_items(t.name, t.path)) for t in spec.tasks}
+
+    def path_of(self, spec: RobustSpec, task_name: str) -> str | None:
+        return next((t.path for t in spec.tasks if t.name == task_name and t.path), None)
+
+
+# ================================================================================================ records
+def perturbation(cond: str):
+    from dlmeval.robustness import Perturbation
+
+    return None if cond == "clean" else Perturbation.from_key(cond)
+
+
+def base_record(item_id: str, cond: str, seed: int | None, pr) -> dict[str, Any]:
+    p = perturbation(cond)
+    return {
+        "item_id": item_id,
+        "condition": cond,
+        "type": None if p is None else p.type_key,
+        "rate": 0.0 if p is None else p.rate,
+        "seed": seed,
+        "changed": pr.changed if pr else 0,
+        "eligible": pr.eligible if pr else 0,
+    }
+
+
+def judged(task, item, output: str, tp) -> dict[str, Any]:
+    return {
+        "output": output,
+        "prediction": task.extract(output, item),
+        "gold": task.gold(item),
+        "correct": bool(task.is_correct(item, output)),
+        "confidence": tp.confidences(),
+        "n_answer_tokens": tp.n_tokens,
+    }
+
+
+def generation_seed(spec: RobustSpec, task_name: str, cond: str, seed: int | None) -> int:
+    return derive_seed(spec.seed, "robust-generate", task_name, cond, seed)
+
+
+def generation_chunk(spec, resp, task, cond, seed, chunk, state) -> list[dict]:
+    pert = perturbation(cond)
+    pseed = 0 if seed is None else seed
+    msgs = [task.user_message(it, pert, seed=pseed, scope=spec.scope) for it in chunk]
+    prompts = [resp.wrap(m.text) for m in msgs]
+    ans = resp.generate(
+        task, prompts, [it.item_id for it in chunk], generation_seed(spec, task.name, cond, seed)
+    )
+    out = []
+    for it, m, p, o, tp, ex in zip(chunk, msgs, prompts, ans.outputs, ans.probs, ans.extra):
+        r = base_record(it.item_id, cond, seed, m.perturbation)
+        r.update(prompt=p, **judged(task, it, o, tp), **ex)
+        out.append(r)
+    return out
+
+
+def likelihood_chunk(spec, resp, task, cond, seed, chunk, state) -> list[dict]:
+    from dlmeval.robustness.calibration import choice_confidence
+    from dlmeval.tasks import evaluate_choices
+
+    pert = perturbation(cond)
+    results = evaluate_choices(
+        chunk,
+        resp.choice_scorer(state),
+        perturbation=pert,
+        seed=0 if seed is None else seed,
+        scope=spec.scope,
+        wrap=resp.choice_wrap,
+        task=task,
+    )
+    out = []
+    for it, r in zip(chunk, results):
+        rec = base_record(it.item_id, cond, seed, None)
+        rec.update(
+            changed=r.changed,
+            eligible=r.eligible,
+            prompt=r.prompt,
+            output="",
+            prediction=r.prediction,
+            gold=r.gold,
+            correct=bool(r.correct),
+            scores=list(r.scores),
+            confidence={"choice/softmax": choice_confidence(r.scores)},
+        )
+        out.append(rec)
+    return out
+
+
+CHUNKS = {"generation": generation_chunk, "likelihood": likelihood_chunk}
+
+
+def fill(spec, resp, run, task_name, mode, cond, seed, items, keys, done: set[str], state) -> int:
+    """Compute the missing records of one cell in chunks of ``batch_size`` items (fixed slices of the item list),
+    one transaction per chunk. Returns how many records were written."""
+    task = spec.task_or_default(task_name).task()
+    fn = CHUNKS[mode]
+    n_new = 0
+    for chunk, ckeys in zip(chunks(items, resp.batch_size), chunks(keys, resp.batch_size)):
+        if all(k in done for k in ckeys):
+            continue
+        recs = fn(spec, resp, task, cond, seed, chunk, state)
+        for r in recs:
+            r.update(task=task_name, mode=mode, model=resp.entry.label, role=resp.entry.role)
+        run.put_many(list(zip(ckeys, recs)))
+        done.update(ckeys)
+        n_new += len(ckeys)
+    return n_new
+
+
+def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say) -> list[dict]:
+    """Every (task, mode, condition, seed, item) record of one model: computed where missing, read back
+    otherwise. Returns the records of the current plan in plan order."""
+    from dlmeval.progress import progress_bar
+
+    cells = plan(spec)
+    done = run.done_keys()
+    keys_in_order: list[str] = []
+    states: dict[str, dict] = {}
+    label = resp.entry.label
+    with progress_bar(f"robust {label}", len(cells), enabled=progress) as bar:
+        for task_name, mode, cond, seed in cells:
+            its = items[task_name]
+            keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in its]
+            keys_in_order += keys
+            if not all(k in done for k in keys):
+                t0 = time.perf_counter()
+                state = states.setdefault(f"{task_name}/{mode}", {})
+                n_new = fill(spec, resp, run, task_name, mode, cond, seed, its, keys, done, state)
+                say(
+                    f"robust: {label} {task_name}/{mode}/{cond}"
+                    + ("" if seed is None else f"/s{seed}")
+                    + f": {n_new} items in {time.perf_counter() - t0:.1f} s"
+                )
+            bar.update(1, f"{task_name}/{mode}/{cond}")
+    stored = run.results()
+    missing = [k for k in keys_in_order if k not in stored]
+    if missing:  # cannot happen unless the store was edited under us
+        raise InputError(f"run {run.run_id} lacks {len(missing)} records after evaluation, e.g. {missing[0]}")
+    return [stored[k] for k in keys_in_order]
+
+
+def ensure(spec, resp, run, task_name: str, mode: str, cond: str, seed, items: Sequence) -> list[dict]:
+    """Standard records (the main plan's keys) for ``items``: computed where missing, then read back."""
+    keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in items]
+    fill(spec, resp, run, task_name, mode, cond, seed, items, keys, run.done_keys(), {})
+    return [run.get(k) for k in keys]
+
+
+def user_span(prompt: str, user: str) -> tuple[int, int] | None:
+    at = prompt.rfind(user)
+    return None if at < 0 else (at, at + len(user))

@@ -1,0 +1,119 @@
+"""What keys a record: the run config of one model (everything that changes its per-item records) and the record
+keys inside that run (what may grow without recomputing: items, conditions, perturbation seeds).
+
+A model's ``robust`` run is keyed by :func:`model_config`: protocol version, role, scope, per task the modes, the
+generation budget, the task's options (TriviaQA's matching) and the **data identity** (the file the spec names,
+or the shipped one, and the SHA-256 of every item's content in file order: pointing a task at another file, or
+editing the file, opens a new run), the decoding settings and which of them the sampler honours, the estimator
+settings. Record keys are ``<task>/<mode>/<condition>/s<seed>/<item id>``; the probes' keys carry their own
+settings (``GCGConfig.key`` with every attack setting, ``IPMConfig.key`` and the flagger).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dlmeval.protocols.robust.spec import PROTOCOL_VERSION, RobustSpec
+
+
+def record_key(task: str, mode: str, condition: str, seed: int | None, item_id: str) -> str:
+    return f"{task}/{mode}/{condition}/s{'-' if seed is None else seed}/{item_id}"
+
+
+def items_digest(items: Sequence[Any]) -> str:
+    """SHA-256 of the items' content in order (dataclass fields as canonical JSON): the data's identity."""
+    h = hashlib.sha256()
+    for it in items:
+        d = dataclasses.asdict(it) if dataclasses.is_dataclass(it) else dict(it)
+        h.update(json.dumps(d, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def data_identity(path: str | None, all_items: Sequence[Any]) -> dict[str, Any]:
+    """``{"path", "n_items", "sha256"}`` of a task's whole data file (every item, not only the first ``n``, so
+    that a larger ``n`` keeps the run)."""
+    return {"path": path or "(shipped)", "n_items": len(all_items), "sha256": items_digest(all_items)}
+
+
+def applied_sampler_fields() -> dict[str, bool]:
+    """Which spec decoding settings this dlmeval's :class:`~dlmeval.sampling.SamplerConfig` can express: a
+    setting the sampler lacks is recorded as not applied, so records made without it are never reused once it
+    exists."""
+    from dlmeval.sampling import SamplerConfig
+
+    names = {f.name for f in dataclasses.fields(SamplerConfig)}
+    return {"top_p": "top_p" in names, "eos_rank_last": "eos_rank_last" in names}
+
+
+#: the SamplerConfig fields a robustness spec sets (the rest keep the sampler's defaults)
+SET_BY_SPEC = {
+    "length", "steps", "nfe", "block_length", "strategy", "remask_fraction", "temperature", "position_temperature",
+    "suppress_eos", "eos_rank_last", "top_p", "stop_at_eos", "seed",
+}  # fmt: skip
+
+
+def sampler_defaults() -> dict[str, Any]:
+    """The sampler's own defaults of every setting the spec does not give (e.g. its NFE accounting): a change of
+    a default there changes the records, so it opens a new run."""
+    from dlmeval.sampling import SamplerConfig
+
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(SamplerConfig)
+        if f.name not in SET_BY_SPEC and f.default is not dataclasses.MISSING
+    }
+
+
+def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What decides one model's per-item records (its ``robust`` run's signature): not ``n``, the conditions or
+    the perturbation seeds, which are in the record keys. ``data``: task name -> :func:`data_identity`."""
+    sampler_steps = entry.sampler.steps if entry.role == "dlm" else None
+    tasks = {}
+    for t in spec.tasks:
+        d = {
+            "modes": list(t.modes),
+            "budget": list(t.budget(sampler_steps)) if entry.role == "dlm" else t.ar_tokens,
+            "options": t.task().settings(),
+        }
+        if data is not None and t.name in data:
+            d["data"] = dict(data[t.name])
+        tasks[t.name] = d
+    out: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "role": entry.role,
+        "scope": spec.scope,
+        "tasks": tasks,
+    }
+    if entry.role == "dlm":
+        s = dataclasses.asdict(entry.sampler)
+        for k in ("batch_size", "steps"):  # steps: in the budget
+            s.pop(k)
+        s["eos"] = entry.sampler.eos_mode
+        s.pop("suppress_eos")
+        out["sampler"] = s
+        out["applied"] = applied_sampler_fields()
+        out["sampler_defaults"] = sampler_defaults()
+        lk = dataclasses.asdict(spec.likelihood)
+        lk.pop("ar_aggregate")
+        out["likelihood"] = lk
+        out["commit_top_k"] = spec.calibration.commit_top_k
+    else:
+        out["generation"] = {"temperature": spec.ar.temperature, "top_p": spec.ar.top_p}
+        out["likelihood"] = {"aggregate": spec.likelihood.ar_aggregate}
+    return out
+
+
+def spec_config(spec: RobustSpec) -> dict[str, Any]:
+    """Everything that decides a number of the spec's tables (the ``robust-spec`` run's signature)."""
+    d = dataclasses.asdict(spec)
+    for k in ("path", "name"):
+        d.pop(k)
+    d["dlm"].pop("batch_size")
+    d["ar"].pop("batch_size")
+    d["protocol"] = PROTOCOL_VERSION
+    return d

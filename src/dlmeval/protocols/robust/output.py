@@ -1,0 +1,152 @@
+"""Output: Markdown of each table (with the chance guard's ``n/m``), the CSV / Markdown files, the figures, and
+reading a run's stored tables back."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dlmeval.protocols import common
+
+TABLE_ORDER = (
+    "summary",
+    "comparison",
+    "accuracy",
+    "aurdi",
+    "calibration",
+    "calibration_ablation",
+    "reliability",
+    "guard",
+    "ipm",
+    "dgcg",
+    "probes",
+    "runs",
+)
+TITLES = {
+    "summary": "Clean accuracy and robustness (Table 1): Acc_r = mean accuracy under noise, RDI = mean relative "
+    "degradation, Adv. = share of conditions where the DLM degrades less",
+    "comparison": "DLM vs AR (App. H): advantage = RDI_AR - RDI_DLM per condition; paired bootstrap CI of the mean "
+    "and Wilcoxon signed-rank test over conditions",
+    "accuracy": "Accuracy per condition (perturbation seeds pooled) and RDI",
+    "aurdi": "AURDI per perturbation type (lower = more robust)",
+    "calibration": "Calibration (paper's confidences: DLM max/geo, AR chosen/geo; likelihood: choice/softmax): "
+    "ECE (15 bins), selective AUROC",
+    "calibration_ablation": "Confidence-definition ablation (App. I): ECE and AUROC per basis x aggregation",
+    "reliability": "Reliability-diagram bins (paper's confidences)",
+    "guard": "Chance guard: is clean accuracy above chance? (one-sided exact binomial test)",
+    "ipm": "Input prompt masking (IPM) variants",
+    "dgcg": "D-GCG / GCG adversarial suffix probe",
+    "probes": "Linear probes: corrupted vs clean tokens from hidden states",
+    "runs": "Store runs",
+}
+
+
+def _fmt(v: Any, col: str) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, float | np.floating):
+        if math.isnan(v):
+            return "—"
+        if col in ("p_value", "wilcoxon_p"):
+            return f"{v:.2g}" if v >= 1e-3 else "<0.001"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def markdown(name: str, df: pd.DataFrame) -> str:
+    """One table as GitHub Markdown with its title. RDI-type columns of models that are not above chance on
+    clean input print as ``n/m`` (not meaningful), never as a number."""
+    title = TITLES.get(name, name)
+    if df is None or df.empty:
+        return f"### {title}\n\n(no rows)\n"
+    view = df.copy()
+    if name == "reliability":
+        view = view[view["count"] > 0]
+    guarded = {"rdi", "mean_rdi", "aurdi", "adv_rate", "mean_adv", "ci_lo", "ci_hi", "wilcoxon_p"}
+    flag = (
+        "meaningful"
+        if "meaningful" in view.columns
+        else ("above_chance" if "above_chance" in view.columns else None)
+    )
+    out = pd.DataFrame(index=view.index)
+    for col in view.columns:
+        vals = []
+        for idx, v in view[col].items():
+            if col in guarded and flag is not None and not bool(view.at[idx, flag]):
+                vals.append("n/m")
+            else:
+                vals.append(_fmt(v, col))
+        out[col] = vals
+    body = out.to_markdown(index=False, disable_numparse=True)
+    return f"### {title}\n\n{body}\n"
+
+
+def guard_notes(guard: pd.DataFrame | None) -> list[str]:
+    if guard is None or guard.empty:
+        return []
+    return [n for n in guard["note"] if n]
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
+    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, all of them (and the chance-guard notes) in
+    ``tables.md``."""
+    notes = guard_notes(tables.get("guard"))
+    preface = ["**Chance guard.** " + " ".join(f"\n\n* {n}" for n in notes) + "\n"] if notes else []
+    order = list(TABLE_ORDER) + [n for n in tables if n not in TABLE_ORDER]
+    return common.write_tables(
+        tables, out_dir, order=order, markdown=markdown, header=header, preface=preface
+    )
+
+
+def plot_reliability(reliability: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """One reliability diagram per (task, mode): accuracy vs mean confidence per bin, clean (solid) and noisy
+    (dashed), one colour per model; ``reliability_<task>_<mode>.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    if reliability is None or reliability.empty:
+        return paths
+    for (task, mode), g in reliability.groupby(["task", "mode"], sort=False):
+        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+        for i, (model, gm) in enumerate(g.groupby("model", sort=False)):
+            for split, ls in (("clean", "-"), ("noisy", "--")):
+                gs = gm[(gm["split"] == split) & (gm["count"] > 0)]
+                if len(gs):
+                    ax.plot(
+                        gs["confidence"],
+                        gs["accuracy"],
+                        ls=ls,
+                        marker="o",
+                        ms=3,
+                        color=f"C{i}",
+                        label=f"{model} ({split})",
+                    )
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"{task} / {mode}")
+        ax.legend(fontsize=7, loc="upper left")
+        fig.tight_layout()
+        p = Path(out_dir) / f"reliability_{task}_{mode}.png"
+        fig.savefig(p, dpi=120)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:
+    """The tables stored on a ``robust-spec`` (or ``robust``) run, in :data:`TABLE_ORDER` (then the others)."""
+    have = store.get_run(run_id).tables()
+    return common.load_tables(store, run_id, list(TABLE_ORDER) + [n for n in have if n not in TABLE_ORDER])

@@ -1,0 +1,80 @@
+"""``[probes]``: linear probes (the paper's Sec. 5, 6.5, Table 4): corrupted vs clean tokens of perturbed prompts
+from the hidden states of evenly spaced layers; best-layer accuracy and AUROC per model, task and condition."""
+
+from __future__ import annotations
+
+from dlmeval.errors import InputError
+from dlmeval.protocols.robust.evaluate import perturbation
+from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
+from dlmeval.seeding import derive_seed
+
+BUILD = ("n_layers", "layers", "balance", "batch_size")
+
+
+@register_probe
+class LinearProbe(Probe):
+    name = "probes"
+    title = "Linear probes: corrupted vs clean tokens from hidden states"
+    options = ("n_layers", "layers", "split", "balance", "batch_size")
+
+    @classmethod
+    def validate(cls, spec, where):
+        if "clean" in spec.conditions:
+            raise InputError(
+                f"spec: {where}.conditions must be perturbation keys (clean has no corrupted tokens)"
+            )
+
+    def run(self, ctx, resp, run) -> list[dict]:
+        try:
+            from dlmeval.robustness.probes import probe_dataset, probe_layers
+        except ImportError as e:
+            return unavailable(run, "linear probes", e, ctx.say)
+        from dlmeval.store.signature import config_hash
+
+        spec, opts = ctx.spec, ctx.probe.kwargs()
+        split = opts.get("split", "token")
+        build = {k: opts[k] for k in BUILD if k in opts}
+        seed = spec.perturbation_seeds[0]
+        out = []
+        for task_name in ctx.probe.tasks:
+            task, its = ctx.task(task_name), ctx.items(task_name)
+            for cond in ctx.probe.conditions or spec.conditions[:1]:
+                key = f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{config_hash({**opts, 'scope': spec.scope})[:12]}"
+                rec = run.get(key)
+                if rec is None:
+                    pert = perturbation(cond)
+                    msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in its]
+                    texts = [resp.wrap(m.text) for m in msgs]
+                    fs = probe_dataset(
+                        resp.model,
+                        texts,
+                        [m.perturbation.edits for m in msgs],
+                        seed=derive_seed(spec.seed, "robust-probe", task.name, cond),
+                        shifts=[max(t.rfind(m.text), 0) for t, m in zip(texts, msgs)],
+                        **build,
+                    )
+                    pr = probe_layers(
+                        fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split
+                    )
+                    rec = {"condition": cond, **pr.as_dict()}
+                    run.put(key, rec)
+                out.append({**rec, "task": task.name, "n_sequences": len(its)})
+                ctx.say(
+                    f"robust: {resp.entry.label} probe {task.name}/{cond}: best layer {rec['best_layer']} "
+                    f"accuracy {rec['best_accuracy']:.3f}"
+                )
+        return out
+
+    def rows(self, ctx) -> list[dict]:
+        rows = []
+        for label, recs in ctx.collected.items():
+            for rec in recs:
+                rows.append({
+                    "model": label, "role": ctx.roles[label], "task": rec["task"], "condition": rec["condition"],
+                    "n_sequences": rec["n_sequences"], "best_layer": rec["best_layer"],
+                    "best_accuracy": rec["best_accuracy"], "auroc_at_best": rec["auroc_at_best"],
+                    "max_auroc": rec["max_auroc"], "n_train": rec["n_train"], "n_test": rec["n_test"],
+                    "layers": " ".join(str(x) for x in rec["layers"]),
+                    "accuracy_by_layer": " ".join(f"{x:.3f}" for x in rec["accuracy"]),
+                })  # fmt: skip
+        return rows
