@@ -152,3 +152,107 @@ def test_real_humaneval_canonical_solutions_pass(data_root):
         assert r.passed, (it.item_id, r.stderr)
     # and an empty body fails them
     assert not check_humaneval(items[0].prompt, "    pass\n", items[0].test, items[0].entry_point).passed
+
+
+# ---------------------------------------------------------------------------------------------- escapes
+@pytest.fixture
+def public_dir():
+    """A world-writable directory under /tmp (like /tmp itself): only the sandbox's own rules keep code out."""
+    import os
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+ESCAPES = {
+    "write": "open({out!r} + '/w.txt', 'w').write('ESCAPED')",
+    "os.open": "import os\nos.close(os.open({out!r} + '/o.txt', os.O_WRONLY | os.O_CREAT))",
+    "append-relative": "import os\nrel = os.path.relpath({out!r}, os.getcwd())\nopen(rel + '/a.txt', 'a').write('x')",
+    "rename": "import os\nopen('mine.txt', 'w').write('x')\nos.rename('mine.txt', {out!r} + '/r.txt')",
+    "replace": "import os\nopen('mine.txt', 'w').write('x')\nos.replace('mine.txt', {out!r} + '/r.txt')",
+    "copy": "import shutil\nopen('mine.txt', 'w').write('x')\nshutil.copy('mine.txt', {out!r} + '/c.txt')",
+    "symlink-outside": "import os\nos.symlink('/etc/hostname', {out!r} + '/s.txt')",
+    "symlink-to-outside": "import os\nos.symlink({out!r}, 'door')\nopen('door/d.txt', 'w').write('x')",
+    "mkdir": "import os\nos.mkdir({out!r} + '/m')",
+    "hardlink": "import os\nopen('mine.txt', 'w').write('x')\nos.link('mine.txt', {out!r} + '/l.txt')",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_generated_code_cannot_write_outside_its_directory(public_dir, name):
+    import os
+
+    r = run_python(ESCAPES[name].format(out=public_dir))
+    assert r.status == "failed", (r.stdout, r.stderr)
+    assert "outside the sandbox directory" in r.stderr
+    assert os.listdir(public_dir) == []
+
+
+def test_writes_inside_the_directory_still_work():
+    code = (
+        "import os, shutil, tempfile\nopen('a.txt', 'w').write('x')\nos.rename('a.txt', 'b.txt')\n"
+        "os.mkdir('d')\nshutil.copy('b.txt', 'd/c.txt')\nos.symlink('b.txt', 'l')\nos.remove('l')\n"
+        "with tempfile.NamedTemporaryFile('w') as f:\n    f.write('y')\nprint(sorted(os.listdir('.')))"
+    )
+    r = run_python(code)
+    assert r.passed, r.stderr
+    assert "'b.txt', 'd'" in r.stdout
+
+
+@pytest.mark.skipif(not netns_available(), reason="unshare --net does not work on this machine")
+def test_the_write_rule_is_what_stops_it(public_dir):
+    # the control: without the audit hook a world-writable directory is writable, so the escape tests can fail
+    import os
+
+    r = run_python(ESCAPES["write"].format(out=public_dir), network="netns", audit_hook=False)
+    assert r.passed, r.stderr
+    assert os.listdir(public_dir) == ["w.txt"]
+
+
+@pytest.mark.parametrize("network", ["auto", "audit"])
+def test_generated_code_cannot_signal_other_processes(network):
+    import signal
+
+    from dlmeval.sandbox import _drop_to
+
+    # a victim of the same user as the child (nobody when there is a user switch): only the sandbox stops a kill
+    victim = subprocess.Popen(["sleep", "60"], **_drop_to())
+    try:
+        for call in (f"os.kill({victim.pid}, 15)", f"os.killpg({victim.pid}, 15)"):
+            r = run_python(f"import os\n{call}\nprint('SENT')", network=network)
+            assert r.status == "failed" and "SENT" not in r.stdout, r.stderr
+        assert victim.poll() is None  # still running
+        r = run_python(
+            "import os, signal\nsignal.signal(signal.SIGUSR1, lambda *a: print('OWN'))\n"
+            "os.kill(os.getpid(), signal.SIGUSR1)"
+        )
+        assert r.passed and "OWN" in r.stdout  # its own process is fine
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+
+
+def test_isolation_is_reported_and_never_the_callers_privileges_by_default(monkeypatch):
+    from dlmeval import sandbox
+    from dlmeval.errors import SandboxError
+
+    r = run_python("import os\nprint(os.getuid())")
+    assert r.passed, r.stderr
+    assert r.isolation.endswith("+nobody") and r.interpreter
+    if "netns" not in r.isolation:  # without a user namespace the uid is nobody's as seen from outside, too
+        assert r.stdout.strip() == "65534"
+    # where no user switch is possible the sandbox refuses, and says why, unless the caller opts out
+    monkeypatch.delenv(sandbox.SAME_USER_ENV, raising=False)
+    monkeypatch.setattr(
+        sandbox, "_launch", lambda: sandbox._Launch({}, sys.executable, "no interpreter nobody can run")
+    )
+    with pytest.raises(SandboxError, match="no interpreter nobody can run.*--sandbox-same-user"):
+        run_python("print(1)")
+    r = run_python("print(1)", same_user=True)
+    assert r.passed and r.isolation.endswith("+same-user")
+    monkeypatch.setenv(sandbox.SAME_USER_ENV, "1")
+    assert run_python("print(1)").isolation.endswith("+same-user")

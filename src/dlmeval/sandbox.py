@@ -7,8 +7,21 @@ What a child gets:
   is all HumanEval needs. Not ``-I``: that would also ignore ``PYTHONHASHSEED``, and a fixed hash seed keeps
   results that depend on set order reproducible,
 * a throwaway temporary directory as working directory, ``HOME`` and ``TMPDIR`` (removed afterwards),
-* when the parent runs as root and ``nobody`` can execute the interpreter: the unprivileged user ``nobody``
-  (uid/gid 65534), owning only that directory (:attr:`ExecResult.isolation` then ends in ``+nobody``),
+* never the caller's privileges: the child runs as the unprivileged user ``nobody`` (uid/gid 65534), owning only
+  its directory. That needs a parent running as root and an interpreter ``nobody`` can execute: this one when it
+  can, else the first of ``$DLMEVAL_SANDBOX_PYTHON`` and the system ``python3`` (``/usr/bin``, ``/usr/local/bin``)
+  that starts as ``nobody`` with the flags above (the child needs the standard library only, so any Python >= 3.11
+  does; a virtual environment or a pyenv Python under root's home is often not executable by ``nobody``). When no
+  user switch is possible :func:`run_python` raises :class:`~dlmeval.errors.SandboxError` saying why, unless the
+  caller accepts the risk with ``same_user=True`` (or ``DLMEVAL_SANDBOX_SAME_USER=1``; the CLI flag
+  ``--sandbox-same-user`` sets it); :attr:`ExecResult.isolation` then ends in ``same-user`` instead of ``nobody``,
+* no writes outside its directory: the audit hook below refuses opening a file for writing, renaming, linking,
+  symlinking, removing, making directories and changing modes, owners or times of any path that does not resolve
+  (symbolic links followed) into the directory (``/dev/null`` excepted). ``nobody`` cannot write root's files in
+  the first place; the hook covers the world-writable places (``/tmp``, ``/dev/shm``) and a ``same-user`` child,
+* no signals to other processes: a PID namespace (``unshare --pid --fork``) when it works, in which no process
+  outside exists, and always the audit hook, which refuses ``os.kill`` of any process but the child itself and
+  ``os.killpg``,
 * a minimal environment (``PATH=/usr/bin:/bin``, ``LANG=C.UTF-8``, ``PYTHONHASHSEED=0``, ``HOME`` and ``TMPDIR``;
   nothing of ours),
 * resource limits set with :func:`resource.setrlimit` before the code runs: address space (``memory_mb``), CPU
@@ -21,14 +34,16 @@ What a child gets:
   2. always, an audit hook (:func:`sys.addaudithook`; it cannot be removed from inside the process) installed by
      the bootstrap before the untrusted code runs. It refuses socket creation, connect/bind/getaddrinfo, process
      creation (fork, exec, spawn, ``os.system``, ``subprocess``: a child process would not carry the hook) and
-     loading ``ctypes`` (which could call libc's ``connect`` directly).
+     loading ``ctypes`` (which could call libc's ``connect`` directly), besides the file and signal rules above.
 
-  :attr:`ExecResult.isolation` says which layers were active (``"netns+audit"`` or ``"audit"``); when only the
-  audit hook is available the caller should say so (the Care protocol records it as a run warning).
+:attr:`ExecResult.isolation` says which layers were active, e.g. ``"netns+pidns+audit+nobody"`` (``netns`` /
+``pidns``: the namespaces; ``audit``: the hook; ``nobody`` or ``same-user``: whose privileges the code had), and
+:attr:`ExecResult.interpreter` which Python ran it; every run that executes code records the isolation (the Care
+protocol as a run note, which the report shows).
 
 This is a containment layer for benchmark code written by a model, not a security boundary against a determined
-attacker: the audit hook is bypassable by code that corrupts the interpreter. Run evaluations of untrusted models in
-a disposable container as well.
+attacker: the audit hook is bypassable by code that corrupts the interpreter (the user switch and the namespaces
+are not). Run evaluations of untrusted models in a disposable container as well.
 """
 
 from __future__ import annotations
@@ -44,15 +59,22 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from dlmeval.errors import InputError
+from dlmeval.errors import InputError, SandboxError
 
 #: bytes of stdout / stderr kept in an :class:`ExecResult`
 OUTPUT_LIMIT = 8192
+#: the opt-out: run generated code with the caller's own privileges when no user switch is possible
+SAME_USER_ENV = "DLMEVAL_SANDBOX_SAME_USER"
+#: an interpreter that ``nobody`` can execute, tried before the system ones
+PYTHON_ENV = "DLMEVAL_SANDBOX_PYTHON"
+_CHILD_FLAGS = ("-s", "-S", "-B", "-P")
 
 # The child's first code: limits, then the audit hook, then the untrusted file. Written to the temp directory and
 # run as the main script; it deletes its own globals before exec so the untrusted code sees a clean namespace.
+# The hook keeps every function it calls as a default argument, so rebinding os.path.realpath & co. from the
+# untrusted code does not change what the hook does.
 _BOOTSTRAP = r"""
-import json, resource, sys
+import json, os, resource, sys
 
 _cfg = json.loads(sys.argv[1])
 _path = sys.argv[2]
@@ -75,24 +97,77 @@ with open(_path, encoding="utf-8") as _f:
 
 _BLOCKED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.posix_spawn", "os.spawn", "os.fork")
 _BLOCKED = {"os.system", "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
-            "_posixsubprocess.fork_exec", "os.startfile"}
+            "_posixsubprocess.fork_exec", "os.startfile", "os.killpg"}
 _BLOCKED_MODULES = {"ctypes", "_ctypes", "_posixsubprocess"}
+# event -> positions of the path arguments (with the dir_fd argument that each is relative to, or None)
+_PATH_EVENTS = {
+    "os.rename": ((0, 2), (1, 3)), "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),),
+    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),), "os.utime": ((0, 3),), "os.truncate": ((0, None),), "os.chflags": ((0, None),),
+    "os.lchflags": ((0, None),), "os.lchmod": ((0, None),), "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),), "os.mkfifo": ((0, 2),), "os.mknod": ((0, 3),),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_ROOT = os.path.realpath(os.getcwd())
 
 
-def _hook(event, args, _p=_BLOCKED_PREFIXES, _b=_BLOCKED, _m=_BLOCKED_MODULES):
+def _resolve(p, dir_fd, _real=os.path.realpath, _join=os.path.join, _cwd=os.getcwd, _dec=os.fsdecode,
+             _readlink=os.readlink, _isabs=os.path.isabs):
+    p = _dec(p)
+    if not _isabs(p):
+        base = _cwd() if dir_fd in (None, -1) else _readlink(f"/proc/self/fd/{int(dir_fd)}")
+        p = _join(base, p)
+    return _real(p)
+
+
+def _inside(p, dir_fd=None, _root=_ROOT, _sep=os.sep, _resolve=_resolve):
+    if isinstance(p, int):  # an already open descriptor
+        return True
+    try:
+        full = _resolve(p, dir_fd)
+    except Exception:
+        return False
+    return full == _root or full.startswith(_root + _sep) or full == "/dev/null"
+
+
+def _hook(event, args, _p=_BLOCKED_PREFIXES, _b=_BLOCKED, _m=_BLOCKED_MODULES, _pe=_PATH_EVENTS,
+          _wf=_WRITE_FLAGS, _inside=_inside, _getpid=os.getpid, _dirname=os.path.dirname, _dec=os.fsdecode,
+          _join=os.path.join):
     if event == "import":
         if args and str(args[0]).split(".")[0] in _m:
             raise ImportError(f"dlmeval sandbox: importing {args[0]} is not allowed")
         return
     if event in _b or event.startswith(_p):
-        raise PermissionError(f"dlmeval sandbox: {event} is not allowed (no network, no processes)")
+        raise PermissionError(f"dlmeval sandbox: {event} is not allowed (no network, no processes, no signals)")
+    if event == "open":
+        path, mode, flags = args
+        writes = (isinstance(flags, int) and flags & _wf) or (isinstance(mode, str) and any(c in mode for c in "wax+"))
+        if writes and not _inside(path):
+            raise PermissionError(f"dlmeval sandbox: writing {path!r} outside the sandbox directory is not allowed")
+        return
+    if event == "os.kill":
+        if args[0] != _getpid():
+            raise PermissionError("dlmeval sandbox: signalling another process is not allowed")
+        return
+    spec = _pe.get(event)
+    if spec is not None:
+        for i, fd_i in spec:
+            if i < len(args) and not _inside(args[i], None if fd_i is None else args[fd_i]):
+                raise PermissionError(f"dlmeval sandbox: {event} on {args[i]!r} outside the sandbox directory is not allowed")
+        if event == "os.symlink":  # the link's target too, relative to the link's directory
+            target = args[0]
+            if not isinstance(target, int) and not _dec(target).startswith("/"):
+                target = _join(_dirname(_dec(args[1])), _dec(target))
+            if not _inside(target, args[2]):
+                raise PermissionError(f"dlmeval sandbox: a symbolic link to {args[0]!r} outside the sandbox directory is not allowed")
 
 
 if _cfg["audit"]:
     sys.addaudithook(_hook)
 _code = compile(_source, "solution.py", "exec")
 _ns = {"__name__": "__main__", "__builtins__": __builtins__}
-del _cfg, _path, _f, _source, _limit, _hook, _BLOCKED_PREFIXES, _BLOCKED, _BLOCKED_MODULES
+del _cfg, _path, _f, _source, _limit, _hook, _BLOCKED_PREFIXES, _BLOCKED, _BLOCKED_MODULES, _PATH_EVENTS
+del _WRITE_FLAGS, _ROOT, _resolve, _inside
 exec(_code, _ns)
 """
 
@@ -106,7 +181,10 @@ class ExecResult:
     duration_s: float
     stdout: str
     stderr: str
-    isolation: str  # "netns+audit" or "audit", with "+nobody" when the child ran as that user
+    isolation: (
+        str  # e.g. "netns+pidns+audit+nobody"; "same-user" in place of "nobody" when the caller opted out
+    )
+    interpreter: str = ""  # the Python that ran the code
 
     @property
     def passed(self) -> bool:
@@ -119,16 +197,31 @@ class ExecResult:
 NOBODY = 65534
 
 
-@functools.cache
-def _drop_to() -> dict:
-    """Popen keywords that run the child as ``nobody`` when we are root and ``nobody`` can run this interpreter
-    (it cannot when Python lives under root's home, e.g. pyenv in /root); nothing otherwise."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return {}
-    kw = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+@dataclass(frozen=True)
+class _Launch:
+    """How children start: Popen keywords for the user switch (empty: none), the interpreter, and why there is no
+    user switch (None when there is one)."""
+
+    drop: dict
+    python: str
+    problem: str | None
+
+
+def _candidates() -> list[str]:
+    out = [os.environ.get(PYTHON_ENV, ""), sys.executable]
+    out += [shutil.which(n, path="/usr/bin:/usr/local/bin:/bin") or "" for n in ("python3", "python3.11")]
+    return list(dict.fromkeys(p for p in out if p))
+
+
+def _starts(python: str, **kw) -> bool:
     try:
         r = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", "pass"],
+            [
+                python,
+                *_CHILD_FLAGS,
+                "-c",
+                "import json, os, resource, sys; assert sys.version_info >= (3, 11)",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -138,20 +231,58 @@ def _drop_to() -> dict:
             **kw,
         )
     except (OSError, subprocess.SubprocessError):
-        return {}
-    return kw if r.returncode == 0 else {}
+        return False
+    return r.returncode == 0
 
 
 @functools.cache
-def netns_available() -> bool:
-    """Whether ``unshare --net --map-root-user`` can start a process here, as the user the child runs as (probed
-    once per process)."""
+def _launch() -> _Launch:
+    """Probed once per process: the first candidate interpreter that ``nobody`` can run (see the module
+    docstring)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return _Launch(
+            {},
+            sys.executable,
+            "dlmeval is not running as root, so it cannot start generated code as the unprivileged user nobody",
+        )
+    kw = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+    tried = _candidates()
+    for python in tried:
+        if _starts(python, **kw):
+            return _Launch(kw, python, None)
+    return _Launch(
+        {},
+        sys.executable,
+        f"no Python interpreter that the user nobody can execute ({', '.join(tried)} tried; an interpreter under a "
+        f"directory only root can read, such as /root, is not executable by nobody); set {PYTHON_ENV} to one "
+        "(Python >= 3.11, the standard library suffices)",
+    )
+
+
+def _drop_to() -> dict:
+    """Popen keywords that run the child as ``nobody`` (empty when that is not possible here)."""
+    return _launch().drop
+
+
+def isolation_problem() -> str | None:
+    """Why generated code cannot run as an unprivileged user here (None when it can)."""
+    return _launch().problem
+
+
+def _same_user_allowed(same_user: bool | None) -> bool:
+    if same_user is not None:
+        return bool(same_user)
+    return os.environ.get(SAME_USER_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.cache
+def _unshare_works(*flags: str) -> bool:
     exe = shutil.which("unshare")
     if exe is None:
         return False
     try:
         r = subprocess.run(
-            [exe, "--net", "--map-root-user", "true"],
+            [exe, *flags, "--map-root-user", "true"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -163,6 +294,17 @@ def netns_available() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return r.returncode == 0
+
+
+def netns_available() -> bool:
+    """Whether ``unshare --net --map-root-user`` can start a process here, as the user the child runs as (probed
+    once per process)."""
+    return _unshare_works("--net")
+
+
+def pidns_available() -> bool:
+    """Whether a PID namespace can be added (``unshare --net --pid --fork``), probed once per process."""
+    return _unshare_works("--net", "--pid", "--fork")
 
 
 def _read_capped(path: str) -> str:
@@ -183,12 +325,16 @@ def run_python(
     file_size_mb: int = 16,
     network: str = "auto",
     audit_hook: bool = True,
+    same_user: bool | None = None,
 ) -> ExecResult:
     """Run the Python source ``code`` in a sandboxed child process (see the module docstring).
 
     ``network``: ``"auto"`` (a network namespace when available, plus the audit hook), ``"netns"`` (require the
     namespace: InputError if ``unshare`` does not work here), ``"audit"`` (the audit hook only).
     ``audit_hook=False`` leaves the hook out (only to test the namespace layer on its own; needs ``"netns"``).
+    ``same_user``: run with the caller's privileges when no switch to ``nobody`` is possible (default: the
+    ``DLMEVAL_SANDBOX_SAME_USER`` environment variable); otherwise that case raises
+    :class:`~dlmeval.errors.SandboxError`.
     """
     if not isinstance(code, str):
         raise InputError(f"code must be a string, got {type(code).__name__}")
@@ -208,6 +354,13 @@ def run_python(
         raise InputError(
             "audit_hook=False would leave the child without network isolation; use network='netns'"
         )
+    launch = _launch()
+    if launch.problem is not None and not _same_user_allowed(same_user):
+        raise SandboxError(
+            f"refusing to run generated code with the caller's privileges: {launch.problem}; or accept the risk "
+            f"with --sandbox-same-user ({SAME_USER_ENV}=1, same_user=True)"
+        )
+    use_pidns = use_netns and pidns_available()
     cfg = {
         "audit": bool(audit_hook),
         "memory_bytes": int(memory_mb) * 1024 * 1024,
@@ -220,13 +373,14 @@ def run_python(
             f.write(_BOOTSTRAP)
         with open(sol, "w", encoding="utf-8") as f:
             f.write(code)
-        drop = _drop_to()
+        drop = launch.drop
         if drop:  # the child (nobody) owns its directory and nothing else
             for path in (tmp, boot, sol):
                 os.chown(path, NOBODY, NOBODY)
-        argv = [sys.executable, "-s", "-S", "-B", "-P", boot, json.dumps(cfg), sol]
+        argv = [launch.python, *_CHILD_FLAGS, boot, json.dumps(cfg), sol]
         if use_netns:
-            argv = [shutil.which("unshare") or "unshare", "--net", "--map-root-user", *argv]
+            ns = ["--net", *(["--pid", "--fork"] if use_pidns else [])]
+            argv = [shutil.which("unshare") or "unshare", *ns, "--map-root-user", *argv]
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": tmp,
@@ -276,10 +430,12 @@ def run_python(
             isolation="+".join(
                 [
                     *(["netns"] if use_netns else []),
+                    *(["pidns"] if use_pidns else []),
                     *(["audit"] if audit_hook else []),
-                    *(["nobody"] if drop else []),
+                    "nobody" if drop else "same-user",
                 ]
             ),
+            interpreter=launch.python,
         )
 
 
@@ -306,6 +462,7 @@ def check_humaneval(
     timeout_s: float = 10.0,
     memory_mb: int = 1024,
     network: str = "auto",
+    same_user: bool | None = None,
 ) -> ExecResult:
     """Execute one HumanEval completion against its tests in the sandbox; ``.passed`` is pass@1 for that sample."""
     return run_python(
@@ -313,7 +470,17 @@ def check_humaneval(
         timeout_s=timeout_s,
         memory_mb=memory_mb,
         network=network,
+        same_user=same_user,
     )
 
 
-__all__ = ["ExecResult", "check_humaneval", "humaneval_program", "netns_available", "run_python"]
+__all__ = [
+    "ExecResult",
+    "SAME_USER_ENV",
+    "check_humaneval",
+    "humaneval_program",
+    "isolation_problem",
+    "netns_available",
+    "pidns_available",
+    "run_python",
+]
