@@ -269,6 +269,17 @@ def isolation_problem() -> str | None:
     return _launch().problem
 
 
+def require_isolation(same_user: bool | None = None) -> None:
+    """Raise :class:`~dlmeval.errors.SandboxError` now if :func:`run_python` would refuse to run code (no user
+    switch possible and no opt-out): protocols call it before they open a run."""
+    problem = isolation_problem()
+    if problem is not None and not _same_user_allowed(same_user):
+        raise SandboxError(
+            f"refusing to run generated code with the caller's privileges: {problem}; or accept the risk "
+            f"with --sandbox-same-user ({SAME_USER_ENV}=1, same_user=True)"
+        )
+
+
 def _same_user_allowed(same_user: bool | None) -> bool:
     if same_user is not None:
         return bool(same_user)
@@ -354,12 +365,8 @@ def run_python(
         raise InputError(
             "audit_hook=False would leave the child without network isolation; use network='netns'"
         )
+    require_isolation(same_user)
     launch = _launch()
-    if launch.problem is not None and not _same_user_allowed(same_user):
-        raise SandboxError(
-            f"refusing to run generated code with the caller's privileges: {launch.problem}; or accept the risk "
-            f"with --sandbox-same-user ({SAME_USER_ENV}=1, same_user=True)"
-        )
     use_pidns = use_netns and pidns_available()
     cfg = {
         "audit": bool(audit_hook),
@@ -482,5 +489,6 @@ __all__ = [
     "isolation_problem",
     "netns_available",
     "pidns_available",
+    "require_isolation",
     "run_python",
 ]

@@ -3,6 +3,8 @@ data directory."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
 
@@ -30,3 +32,20 @@ def cache_dir() -> Path:
     p = Path(os.environ.get("DLMEVAL_CACHE") or user_cache_dir("dlmeval"))
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """16 hex digits of the SHA-256 of a file's bytes (cached per path, modification time and size), for run
+    configurations that must change when a data file does."""
+    p = Path(path)
+    st = p.stat()
+    return _file_digest(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=128)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]

@@ -38,7 +38,6 @@ Williams test or paired bootstrap), the paper-style ``mt`` / ``sum`` / ``d2t`` t
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import logging
 import math
@@ -256,19 +255,9 @@ def data_digest(name: str, data_dir: str | None = None) -> str:
     """A digest of the data file of benchmark ``name`` (goes into the configuration of the runs that depend on
     the whole file: the summary, DiffScore-FT)."""
     from dlmeval.data.bartscore import bartscore_path
+    from dlmeval.data.paths import file_digest
 
-    p = bartscore_path(name, data_dir)
-    st = p.stat()
-    return _file_digest(str(p), st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _file_digest(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    return file_digest(bartscore_path(name, data_dir))
 
 
 def dimensions(name: str) -> tuple[str, ...]:
