@@ -128,6 +128,27 @@ class PromptItem:
     text: str  # the prefix decoded without special tokens
 
 
+def data_identity(spec: CareSpec, data_dir=None) -> dict[str, str]:
+    """A digest of every data file the sweep reads (prompt / reference sources, downstream tasks), for the run
+    configurations: item keys are positional (``webtext/17``), so changed data must make another run."""
+    from dlmeval.data import tasks as T
+    from dlmeval.data.paths import data_dir as resolve
+    from dlmeval.data.paths import file_digest
+
+    files = {"webtext": T.WEBTEXT_FILE, "lm1b": T.LM1B_FILE}
+    used = [files[s] for s in dict.fromkeys(spec.generation.sources) if s in files]
+    d = spec.downstream
+    if d.enabled:
+        tasks = (
+            (T.ARC_CHALLENGE_FILE, d.arc.n),
+            (T.HUMANEVAL_FILE, d.humaneval.n),
+            (T.GSM8K_FILE, d.gsm8k.n),
+        )
+        used += [f for f, n in tasks if n]
+    root = resolve(data_dir)
+    return {str(f): file_digest(root / f) for f in used if (root / f).is_file()}
+
+
 def _source_texts(source: str, data_dir) -> list[str]:
     from dlmeval.data.tasks import load_lm1b_reference, load_webtext_reference
 
@@ -314,6 +335,11 @@ def run_care(
     identities: list[Any] = []
     all_cells: list[dict] = []
     all_down: list[dict] = []
+    data = data_identity(spec, data_dir)
+    if spec.downstream.enabled and spec.downstream.humaneval.n:
+        from dlmeval.sandbox import require_isolation
+
+        require_isolation()  # a sandbox that would refuse HumanEval code fails before any run opens
     for model_spec in spec.models:
         own = model_spec in models
         model = (
@@ -329,7 +355,7 @@ def run_care(
         )
         run = store.open_run(
             RUN_KIND,
-            spec.config(model_spec),
+            {**spec.config(model_spec), "data": data},
             [model.identity(), *metrics.identities()],
             seed=spec.seed,
             command_line=command_line,
@@ -350,7 +376,7 @@ def run_care(
         _empty_cuda()
     sweep = store.open_run(
         SWEEP_KIND,
-        spec.config(),
+        {**spec.config(), "data": data},
         [*identities, *metrics.identities()],
         seed=spec.seed,
         command_line=command_line,
@@ -624,11 +650,14 @@ def _down_cell(spec, model, run, task: str, cell: Cell, items: list, length: int
                     timeout_s=d.humaneval.timeout_s,
                     memory_mb=d.humaneval.memory_mb,
                 )
-                if "netns" not in ex.isolation:
-                    run.warn(
-                        "HumanEval completions ran with the audit-hook network block only "
-                        "(`unshare --net` is not available here)"
-                    )
+                # the isolation the code actually had goes into the run (the report lists run warnings)
+                notes = [] if "netns" in ex.isolation else ["no network namespace: the audit-hook block only"]
+                if "same-user" in ex.isolation:
+                    notes.append("with the caller's privileges (--sandbox-same-user)")
+                run.warn(
+                    f"HumanEval completions ran in the sandbox with isolation {ex.isolation}"
+                    + (f" ({'; '.join(notes)})" if notes else "")
+                )
                 row.update(completion=completion, status=ex.status, correct=ex.passed, isolation=ex.isolation)
             else:
                 from dlmeval.tasks import GSM8K_TASK
