@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", default=None, help="run store (SQLite file); default: DLMEVAL_STORE or user data dir"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--sandbox-same-user",
+        action="store_true",
+        help="accept the risk of running generated code (HumanEval) with your own privileges where the sandbox "
+        "cannot switch to an unprivileged user (it refuses otherwise)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -79,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if args.sandbox_same_user:
+        from dlmeval.sandbox import SAME_USER_ENV
+
+        os.environ[SAME_USER_ENV] = "1"
     if not args.debug:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
