@@ -525,21 +525,45 @@ def test_tiny_sweep_stores_every_cell_and_item(tiny):
     spec, items = tiny["spec"], tiny["items"]
     cells = care.plan_cells(spec)
     assert len(cells) == 8 + 2 + 1  # sweep + compute-matched + dose
+    canon = {c.key: care.canonical_cell(spec, c) for c in cells}
+    # provably identical cells run once: the generations are stored under the canonical cell only
+    distinct = {c.key for c in canon.values()}
     gen_keys = [k for k in items if k.startswith("gen/")]
-    assert len(gen_keys) == len(cells) * 4
+    assert len(gen_keys) == len(distinct) * 4
+    assert {k for k in items if k.startswith("cell/")} == {f"cell/{k}" for k in distinct}
     for c in cells:
-        rec = items[f"cell/{c.key}"]
-        gens = [items[k] for k in gen_keys if k.startswith(f"gen/{c.key}/")]
+        rec = items[f"cell/{canon[c.key].key}"]
+        gens = [items[k] for k in gen_keys if k.startswith(f"gen/{canon[c.key].key}/")]
+        assert len(gens) == 4
         assert rec["nfe"] == pytest.approx(np.mean([g["nfe"] for g in gens]))
         assert rec["n"] == 4 and 0 <= rec["acceptance"] <= 1
         assert math.isfinite(rec["ppl"]) and 0 < rec["mauve"] <= 1
     # the compute-matched cells spend (at most) their budget
     for c in cells:
         if c.nfe is not None:
-            assert items[f"cell/{c.key}"]["nfe_max"] <= c.nfe
+            assert items[f"cell/{canon[c.key].key}"]["nfe_max"] <= c.nfe
     # none with 16 nominal steps over 16 tokens: exactly one pass per token (no EOS stop on a random model)
     none16 = items["cell/webtext|none|s16|t0|f0.15|seed1"]
     assert none16["nfe_max"] <= 16
+
+
+def test_identical_cells_are_marked_in_the_tables(tiny):
+    spec = tiny["spec"]
+    # a compute-matched none at 12 passes is the nominal none@12; none at 32 steps of 16 tokens is none@16
+    c = care.Cell("webtext", "none", None, 12, 0.0, 0.15, 1)
+    assert care.canonical_cell(spec, c).key == "webtext|none|s12|t0|f0.15|seed1"
+    c32 = care.Cell("webtext", "none", 32, None, 0.0, 0.15, 1)
+    assert care.canonical_cell(spec, c32).key == "webtext|none|s16|t0|f0.15|seed1"
+    he = care.Cell("webtext", "high_entropy", 32, None, 0.0, 0.15, 1)
+    assert care.canonical_cell(spec, he) == he
+    cm = tiny["res"].tables["compute_matched"]
+    assert cm["same_as"].notna().all() and "accounting" in cm and cm["reached"].dtype == bool
+    nfe = tiny["res"].tables["nfe"]
+    assert set(nfe["accounting"]) == {"paper"}
+    mech = tiny["res"].tables["mechanism"]
+    assert {"replaced_per_step_pct", "remasks_per_sample", "stable_cells"} <= set(mech.columns)
+    assert (mech.loc[mech["strategy"] == "none", "remasks_per_sample"] == 0).all()
+    assert (mech.loc[mech["strategy"] != "none", "remasks_per_sample"] > 0).all()
 
 
 def test_tiny_sweep_tables_in_store_and_files(tiny):

@@ -19,6 +19,7 @@ from dlmeval.sampling import (
     STRATEGIES,
     RemaskingSampler,
     SamplerConfig,
+    equivalent_steps,
     gumbel_argmax,
     linear_schedule,
     predict_nfe,
@@ -89,26 +90,99 @@ def test_linear_schedule_matches_llada_split():
 
 
 def test_predict_nfe_hand_computed():
-    # none: one pass per step that unmasks something -> min(steps, L) per block
-    assert predict_nfe(4, 8) == 4
-    assert predict_nfe(128, 256) == 128
-    assert predict_nfe(128, 64) == 64
-    assert predict_nfe(16, 32, block_length=4) == 16  # 4 blocks x min(8, 4)
-    # remasking 50%: L=4, 8 steps -> every step changes something (see the history test below)
-    assert predict_nfe(4, 8, remasks=True, remask_fraction=0.5) == 8
+    # none: one pass per step that unmasks something -> min(steps, L) per block (both accountings)
+    for acc in ("paper", "refill"):
+        assert predict_nfe(4, 8, accounting=acc) == 4
+        assert predict_nfe(128, 256, accounting=acc) == 128
+        assert predict_nfe(128, 64, accounting=acc) == 64
+        assert predict_nfe(16, 32, block_length=4, accounting=acc) == 16  # 4 blocks x min(8, 4)
+    # paper: L=4, 8 steps, 25% -> k = 1, window from step ceil(2 * 1 * 8 / 4) = 4; schedule [1,1,1,1,0,0,0,0].
+    # random: decode passes at steps 0-3 and 5-7 (5-7 decode what the step before re-masked), drain 1 = 8
+    assert predict_nfe(4, 8, strategy="random", remask_fraction=0.25) == 8
+    # informed: + one scoring pass at each window step 4-7 = 12; running: + a scoring pass at every step = 16
+    assert predict_nfe(4, 8, strategy="low_confidence", remask_fraction=0.25) == 12
+    assert predict_nfe(4, 8, strategy="running_confidence", remask_fraction=0.25) == 16
+    # refill: remasking 50%: L=4, 8 steps -> every step changes something (see the history test below)
+    assert predict_nfe(4, 8, strategy="random", remask_fraction=0.5, accounting="refill") == 8
     # 20% of at most 3 decided tokens floors to 0: it never re-masks and costs what none costs
-    assert predict_nfe(4, 8, remasks=True, remask_fraction=0.2) == 4
+    assert predict_nfe(4, 8, strategy="random", remask_fraction=0.2, accounting="refill") == 4
     # a time-conditioned model runs every nominal step
     assert predict_nfe(4, 8, time_conditioned=True) == 8
+    with pytest.raises(InputError, match="accounting"):
+        predict_nfe(4, 8, accounting="nope")
+
+
+# the paper's actual NFE at L = 128 (Table 3: 256 steps; Table 16: 128 steps), one block, fraction 0.15
+PAPER_NFE = {
+    256: {"none": 128, "random": 257, "high_entropy": 437, "low_confidence": 437, "conf_entropy": 437,
+          "agreement": 437, "running_confidence": 513},
+    128: {"none": 128, "random": 129, "high_entropy": 219, "low_confidence": 219, "conf_entropy": 219,
+          "agreement": 219, "running_confidence": 257},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("steps", [256, 128])
+def test_predict_nfe_is_the_papers_table_3_and_16(steps):
+    for strategy, nfe in PAPER_NFE[steps].items():
+        assert predict_nfe(128, steps, strategy=strategy) == nfe, strategy
+    # the refill accounting spends the nominal budget instead (the departure the paper's point 1 is about)
+    assert predict_nfe(128, steps, strategy="high_entropy", accounting="refill") == steps
+
+
+def test_counted_nfe_equals_the_paper_and_the_prediction_for_every_strategy(llada):
+    # the model's own counter, L = 128, prompt-free rows, at 64 / 128 / 256 nominal steps
+    for steps in (64, 128, 256):
+        for strategy in STRATEGIES:
+            cfg = SamplerConfig(length=128, steps=steps, strategy=strategy, stop_at_eos=False)
+            n0 = llada.nfe
+            res = RemaskingSampler(llada, cfg).sample([[]], item_ids=["r"])
+            counted = llada.nfe - n0
+            assert counted == int(res.nfe[0]) == int(res.history.passes.sum())
+            assert counted == predict_nfe(128, steps, strategy=strategy) == res.nfe_predicted, (
+                steps,
+                strategy,
+            )
+            if steps in PAPER_NFE and strategy in PAPER_NFE[steps]:
+                assert counted == PAPER_NFE[steps][strategy], (steps, strategy)
+            assert not (res.tokens == llada.mask_token_id).any()  # every position ends decided
 
 
 def test_steps_for_nfe_reaches_target_or_reports_best():
-    assert steps_for_nfe(20, 12, remasks=True, remask_fraction=0.3) == (20, 20)
+    # paper: high_entropy at L=12, 30% (k = 3): 13 steps = 13 decode + 6 scoring (window from step 7) + 1 drain
+    assert steps_for_nfe(20, 12, strategy="high_entropy", remask_fraction=0.3) == (13, 20)
+    # running_confidence spends 2S + 1 at S <= L: 20 is out of reach, the closest below is 19 (9 steps)
+    assert steps_for_nfe(20, 12, strategy="running_confidence", remask_fraction=0.3) == (9, 19)
+    assert steps_for_nfe(20, 12, strategy="random", remask_fraction=0.3, accounting="refill") == (20, 20)
     assert steps_for_nfe(8, 12) == (8, 8)
     # none cannot spend more than L passes: the smallest step count with the most passes
     assert steps_for_nfe(20, 12) == (12, 12)
     with pytest.raises(InputError, match="blocks"):
         steps_for_nfe(2, 12, block_length=4)
+
+
+def test_equivalent_steps_marks_provably_identical_cells(llada):
+    assert equivalent_steps(128, 256) == 128 == equivalent_steps(128, 128)
+    assert equivalent_steps(128, 64) == 64
+    assert equivalent_steps(128, 256, strategy="high_entropy") == 256
+    assert equivalent_steps(16, 40, block_length=4) == 16
+    assert equivalent_steps(16, 40, time_conditioned=True) == 40
+    # and they are identical: same tokens at a temperature > 0
+    a, b = (
+        RemaskingSampler(llada, SamplerConfig(length=12, steps=s, temperature=0.7, seed=2)).sample(
+            ["the cat", "one"], item_ids=["p", "q"]
+        )
+        for s in (12, 30)
+    )
+    assert np.array_equal(a.tokens, b.tokens) and a.nfe.tolist() == b.nfe.tolist()
+
+
+def test_a_fraction_that_never_remasks_under_the_paper_rule_is_refused():
+    with pytest.raises(InputError, match="never re-mask"):
+        SamplerConfig(length=8, steps=8, strategy="high_entropy", remask_fraction=0.5)
+    with pytest.raises(InputError, match="never re-mask"):
+        SamplerConfig(length=8, steps=8, strategy="random", remask_fraction=0.1)  # int(0.8) = 0
+    SamplerConfig(length=8, steps=8, strategy="random", remask_fraction=0.5, accounting="refill")
+    SamplerConfig(length=8, steps=8, strategy="none", remask_fraction=0.5)  # never re-masks anyway
 
 
 def test_none_spends_exactly_length_passes_when_steps_exceed_length(llada):
@@ -145,24 +219,49 @@ def test_every_strategy_reports_exactly_the_model_calls_made(bert, strategy):
         del bert._run
     assert res.nfe_calls == len(calls) == bert.nfe - n0
     assert int(res.nfe.sum()) == sum(calls) == bert.rows_forwarded - r0
-    assert res.history.forwarded.sum(0).tolist() == res.nfe.tolist()
-    expected = predict_nfe(12, 20, block_length=6, remasks=STRATEGIES[strategy].remasks, remask_fraction=0.3)
+    assert res.history.passes.sum(0).tolist() == res.nfe.tolist()
+    expected = predict_nfe(12, 20, block_length=6, strategy=strategy, remask_fraction=0.3)
+    # by hand, per block of 6 with 10 steps (schedule [1]*6 + [0]*4), k = int(0.3 * 6) = 1, window from step
+    # ceil(2 * 10 / 6) = 4: none 6; random 6 + 4 (steps 6-9 decode re-masks) + 1 drain = 11; informed
+    # + 6 scoring passes = 17; running + 10 scoring passes = 21
+    by_hand = {"random": 11, "running_confidence": 21}.get(
+        strategy, 17 if STRATEGIES[strategy].remasks else 6
+    )
+    assert expected == 2 * by_hand
     if strategy == "agreement":
         assert all(n <= expected for n in res.nfe)
     else:
         assert res.nfe.tolist() == [expected] * 3
-        assert expected == (20 if STRATEGIES[strategy].remasks else 12)
     # every row ends fully decided, and the counts add up
     h = res.history
     assert (h.unmasked.sum(0) - h.remasked.sum(0)).tolist() == [12, 12, 12]
-    assert (h.changed.sum(2) == h.unmasked + h.remasked).all()
+    # a position decoded and re-masked in the same step changes twice
+    assert (h.changed.sum(2) <= h.unmasked + h.remasked).all()
     assert (res.history.decided_step >= 0).all()
 
 
+def test_paper_history_hand_computed(llada):
+    # L=4, 8 steps, 25%: k = 1, window from step 4; schedule [1,1,1,1,0,0,0,0]
+    cfg = SamplerConfig(length=4, steps=8, strategy="low_confidence", remask_fraction=0.25, stop_at_eos=False)
+    res = RemaskingSampler(llada, cfg).sample([[]])
+    h = res.history
+    # steps 5-7 decode what the step before re-masked; step 7 also drains its own re-mask
+    assert h.unmasked[:, 0].tolist() == [1, 1, 1, 1, 0, 1, 1, 2]
+    assert h.remasked[:, 0].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    # decode passes at 0-3 and 5-7, scoring passes at 4-7, the drain at 7
+    assert h.passes[:, 0].tolist() == [1, 1, 1, 1, 1, 2, 2, 3]
+    assert res.nfe.tolist() == [12] == [res.nfe_predicted]
+    # stable cells: decided before the step and the same token after it
+    assert h.stable[:, 0].tolist()[:5] == [0, 1, 2, 3, 3]
+    assert all(2 <= v <= 3 for v in h.stable[5:, 0].tolist())
+
+
 def test_remask_history_hand_computed(llada):
-    # L=4, 8 steps, 50%: unmask [1,1,1,2,1,1,1,1], re-mask [0,0,1,1,1,1,1,0] (budget floor(0.5 * decided),
-    # re-masked tokens refilled at the next step, no re-mask at the block's last step)
-    cfg = SamplerConfig(length=4, steps=8, strategy="random", remask_fraction=0.5, stop_at_eos=False)
+    # refill accounting. L=4, 8 steps, 50%: unmask [1,1,1,2,1,1,1,1], re-mask [0,0,1,1,1,1,1,0] (budget
+    # floor(0.5 * decided), re-masked tokens refilled at the next step, no re-mask at the block's last step)
+    cfg = SamplerConfig(
+        length=4, steps=8, strategy="random", remask_fraction=0.5, stop_at_eos=False, accounting="refill"
+    )
     res = RemaskingSampler(llada, cfg).sample([[]])
     h = res.history
     assert h.unmasked[:, 0].tolist() == [1, 1, 1, 2, 1, 1, 1, 1]
@@ -183,18 +282,19 @@ def test_time_conditioned_model_runs_every_step():
     assert res.nfe.tolist() == [10] == [res.nfe_predicted]
 
 
-@pytest.mark.parametrize("strategy", ["none", "high_entropy", "running_confidence"])
-def test_compute_matched_mode_spends_the_target(llada, strategy):
+@pytest.mark.parametrize(
+    "strategy, steps, nfe",
+    # none: at most L passes; running_confidence spends 2S + 1, so 20 is out of reach: 19 at 9 steps
+    [("none", 12, 12), ("high_entropy", 13, 20), ("running_confidence", 9, 19)],
+)
+def test_compute_matched_mode_spends_the_target(llada, strategy, steps, nfe):
     cfg = SamplerConfig(
         length=12, steps=None, nfe=20, strategy=strategy, remask_fraction=0.3, stop_at_eos=False
     )
     sampler = RemaskingSampler(llada, cfg)
     res = sampler.sample(["the cat", "one"])
     assert res.config["nfe"] == 20
-    if strategy == "none":  # at most L passes: reports what it reached
-        assert res.config["steps"] == 12 and res.nfe.tolist() == [12, 12]
-    else:
-        assert res.config["steps"] == 20 and res.nfe.tolist() == [20, 20]
+    assert res.config["steps"] == steps and res.nfe.tolist() == [nfe, nfe] and res.nfe_predicted == nfe
 
 
 # --------------------------------------------------------------------------------------------- randomness
@@ -403,7 +503,15 @@ def test_stop_at_eos_saves_passes_and_cuts_the_text():
     assert res.steps_taken.tolist() == [3] and res.history.forwarded.shape == (6, 1)
     # a re-masking strategy stops only at the end of the block (re-masking could still change the text)
     rem = RemaskingSampler(
-        m, SamplerConfig(length=6, steps=6, block_length=2, strategy="low_confidence", remask_fraction=1.0)
+        m,
+        SamplerConfig(
+            length=6,
+            steps=6,
+            block_length=2,
+            strategy="low_confidence",
+            remask_fraction=1.0,
+            accounting="refill",
+        ),
     ).sample([[]])
     assert rem.nfe.tolist() == [4] and rem.texts == ["the cat"]
     full = RemaskingSampler(m, SamplerConfig(length=6, steps=6, block_length=2, stop_at_eos=False)).sample(
@@ -457,9 +565,9 @@ def test_bad_sample_input_is_rejected_clearly(llada):
 
 
 def test_config_dict_and_records_are_json_ready(llada):
-    res = RemaskingSampler(llada, SamplerConfig(length=6, steps=6, strategy="high_entropy")).sample(["a"])
+    res = RemaskingSampler(llada, SamplerConfig(length=8, steps=8, strategy="high_entropy")).sample(["a"])
     json.dumps(res.records())
-    assert res.config == {**SamplerConfig(length=6, steps=6, strategy="high_entropy").as_dict(), "nfe": None}
+    assert res.config == {**SamplerConfig(length=8, steps=8, strategy="high_entropy").as_dict(), "nfe": None}
 
 
 # --------------------------------------------------------------------------------------------- CLI
@@ -474,7 +582,7 @@ def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path):
             "--strategy",
             "high_entropy",
             "--remask-fraction",
-            "0.5",
+            "0.25",
             "--block-length",
             "4",
             "--no-stop-at-eos",

@@ -74,40 +74,68 @@ def _spec_with_overrides(args):
 
 
 def _plan(args, spec) -> int:
-    from dlmeval.protocols.care import downstream_cells, plan_cells
-    from dlmeval.sampling import get_strategy, predict_nfe, steps_for_nfe
+    from dlmeval.protocols.care import canonical_cell, downstream_cells, plan_cells
+    from dlmeval.sampling import predict_nfe, steps_for_nfe
 
     g = spec.generation
     cells = plan_cells(spec)
-    rows, total = [], 0
+    rows, total, runs = [], 0, set()
+    kw = dict(block_length=g.block_length, accounting=g.accounting)
     for c in cells:
-        strat = get_strategy(c.strategy, remask_fraction=c.fraction)
-        kw = dict(block_length=g.block_length, remasks=strat.remasks, remask_fraction=c.fraction)
         if c.steps is not None:
-            steps, nfe = c.steps, predict_nfe(g.gen_tokens, c.steps, **kw)
+            steps, nfe = (
+                c.steps,
+                predict_nfe(g.gen_tokens, c.steps, strategy=c.strategy, remask_fraction=c.fraction, **kw),
+            )
         else:
-            steps, nfe = steps_for_nfe(c.nfe, g.gen_tokens, **kw)
+            steps, nfe = steps_for_nfe(
+                c.nfe, g.gen_tokens, strategy=c.strategy, remask_fraction=c.fraction, **kw
+            )
+        base = predict_nfe(g.gen_tokens, steps, strategy=spec.headline.baseline, **kw)
+        canon = canonical_cell(spec, c)
         passes = nfe * -(-g.n_prompts // g.batch_size)
-        total += passes * len(spec.models)
-        rows.append({"cell": c.key, "steps": steps, "nfe_per_sample": nfe, "forward_calls": passes})
+        if canon.key not in runs:  # a provably identical cell runs once
+            total += passes * len(spec.models)
+            runs.add(canon.key)
+        rows.append(
+            {
+                "cell": c.key,
+                "steps": steps,
+                "nfe_per_sample": nfe,
+                f"ratio_vs_{spec.headline.baseline}": round(nfe / base, 3),
+                "nfe_target_reached": None if c.nfe is None else nfe == c.nfe,
+                "same_as": canon.key if canon.key != c.key else None,
+                "forward_calls": passes,
+            }
+        )
     payload = {
         "spec": spec.name,
         "models": list(spec.models),
+        "accounting": g.accounting,
         "cells_per_model": len(cells),
+        "distinct_cells_per_model": len(runs),
         "downstream_cells_per_task": len(downstream_cells(spec)) if spec.downstream.enabled else 0,
         "prompts_per_cell": g.n_prompts,
         "batch_size": g.batch_size,
         "forward_calls_total": total,
         "cells": rows,
     }
+    ratio = f"ratio_vs_{spec.headline.baseline}"
     lines = [
-        f"spec {spec.name}: {len(spec.models)} model(s) x {len(cells)} cells x {g.n_prompts} prompts "
-        f"(prefix {g.prefix_tokens}, generate {g.gen_tokens} tokens, batch {g.batch_size})"
+        f"spec {spec.name}: {len(spec.models)} model(s) x {len(cells)} cells ({len(runs)} distinct) x "
+        f"{g.n_prompts} prompts (prefix {g.prefix_tokens}, generate {g.gen_tokens} tokens, batch {g.batch_size}); "
+        f"NFE accounting: {g.accounting}"
     ]
-    lines += [
-        f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  calls {r['forward_calls']}"
-        for r in rows
-    ]
+    for r in rows:
+        note = ""
+        if r["nfe_target_reached"] is False:
+            note = "  (target out of reach)"
+        if r["same_as"]:
+            note += f"  = {r['same_as']} (run once)"
+        lines.append(
+            f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  "
+            f"x{r[ratio]:<5g} vs {spec.headline.baseline}  calls {r['forward_calls']}{note}"
+        )
     lines.append(f"batched forward calls in all (generation only, without stops at EOS): {total}")
     emit(args, payload, "\n".join(lines))
     return 0

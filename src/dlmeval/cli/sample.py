@@ -78,6 +78,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     g.add_argument("--suppress-eos", action="store_true", help="never generate EOS/EoT ids")
     g.add_argument(
+        "--eos-rank-last",
+        action="store_true",
+        help="keep EOS/EoT but unmask it after every other position of the block (LLaDA App. B.4)",
+    )
+    g.add_argument(
+        "--accounting",
+        choices=["paper", "refill"],
+        default="paper",
+        help="paper (default): re-masked tokens are decoded again with real forward passes (Care's actual "
+        "NFE); refill: one pass per nominal step, re-masked tokens refilled inside the budget",
+    )
+    g.add_argument(
         "--no-stop-at-eos", action="store_true", help="run every step even after a sample's text has ended"
     )
     g.add_argument("--batch-size", type=int, default=16, help="samples per batch (default 16)")
@@ -125,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         position_temperature=args.position_temperature,
         suppress_eos=args.suppress_eos,
+        eos_rank_last=args.eos_rank_last,
         stop_at_eos=not args.no_stop_at_eos,
         seed=args.seed,
+        accounting=args.accounting,
     )
     model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
     sampler = RemaskingSampler(model, cfg)

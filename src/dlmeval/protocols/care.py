@@ -34,6 +34,7 @@ random numbers (paired comparisons); MAUVE's k-means seed is ``derive_seed(spec.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import math
@@ -409,27 +410,64 @@ def _run_model(
     cells = plan_cells(spec)
     done = run.done_keys()
     records: list[dict] = []
+    tc = bool(getattr(model, "time_conditioned", False))
     with progress_bar(f"care {model_spec}", len(cells), enabled=progress) as bar:
         for cell in cells:
-            key = f"cell/{cell.key}"
+            canon = canonical_cell(spec, cell, time_conditioned=tc)
+            key = f"cell/{canon.key}"
             if key not in done:
                 t0 = time.perf_counter()
-                _generate_cell(spec, model, run, cell, prompts[cell.source], done)
-                rec = _cell_metrics(spec, model, run, cell, prompts[cell.source], metrics)
+                _generate_cell(spec, model, run, canon, prompts[canon.source], done)
+                rec = _cell_metrics(spec, model, run, canon, prompts[canon.source], metrics)
                 rec["seconds"] = round(time.perf_counter() - t0, 3)
                 run.put(key, rec)
+                done.add(key)
                 say(
-                    f"care: {cell.key}: nfe {rec['nfe']:.1f}, accepted {rec['n_accepted']}/{rec['n']}, "
+                    f"care: {canon.key}: nfe {rec['nfe']:.1f}, accepted {rec['n_accepted']}/{rec['n']}, "
                     f"ppl {rec['ppl']:.2f}, mauve {rec['mauve']:.3f} ({rec['seconds']:.0f} s)"
                 )
             else:
                 rec = run.get(key)
+            if canon.key != cell.key:  # provably the same generations: run once, reported as the same cell
+                rec = {**rec, **cell.fields(), "cell": cell.key, "same_as": canon.key}
+                say(f"care: {cell.key} is the same cell as {canon.key} (run once)")
             records.append({"model": model_spec, **{k: rec.get(k) for k in ct.CELL_COLUMNS if k != "model"}})
             bar.update(1, cell.key)
     down = (
         _downstream(spec, model_spec, model, run, data_dir, progress, say) if spec.downstream.enabled else []
     )
     return records, down
+
+
+def canonical_cell(spec: CareSpec, cell: Cell, *, time_conditioned: bool = False) -> Cell:
+    """The cell whose generations are provably identical to ``cell``'s, named by nominal steps: a compute-matched
+    cell becomes the nominal-steps cell its budget resolves to, and a strategy that never re-masks keeps only
+    the steps that decode something (:func:`dlmeval.sampling.equivalent_steps`: ``none`` at 128 and 256 steps
+    with 128 tokens is one cell). The cell itself when nothing applies."""
+    from dlmeval.sampling import equivalent_steps, steps_for_nfe
+
+    g = spec.generation
+    steps = cell.steps
+    if steps is None:
+        steps, _ = steps_for_nfe(
+            cell.nfe,
+            g.gen_tokens,
+            strategy=cell.strategy,
+            block_length=g.block_length,
+            remask_fraction=cell.fraction,
+            accounting=g.accounting,
+            time_conditioned=time_conditioned,
+        )
+    steps = equivalent_steps(
+        g.gen_tokens,
+        steps,
+        strategy=cell.strategy,
+        block_length=g.block_length,
+        time_conditioned=time_conditioned,
+    )
+    if steps == cell.steps:
+        return cell
+    return dataclasses.replace(cell, steps=steps, nfe=None)
 
 
 def _sampler_config(spec: CareSpec, cell: Cell, length: int | None = None):
@@ -445,8 +483,10 @@ def _sampler_config(spec: CareSpec, cell: Cell, length: int | None = None):
         remask_fraction=cell.fraction,
         temperature=cell.temperature,
         suppress_eos=g.suppress_eos,
+        eos_rank_last=g.eos_rank_last,
         stop_at_eos=True,
         seed=derive_seed(spec.seed, "care", cell.seed),
+        accounting=g.accounting,
     )
 
 
@@ -481,6 +521,7 @@ def _generate_cell(spec, model, run, cell: Cell, prompts: list[PromptItem], done
                         "stable_cells": rec["stable_cells"],
                         "replacement_rate": rec["replacement_rate"],
                         "resolved_steps": int(res.config["steps"]),
+                        "nfe_predicted": int(res.nfe_predicted),
                     },
                 )
             )
@@ -503,6 +544,7 @@ def _cell_metrics(spec, model, run, cell: Cell, prompts: list[PromptItem], metri
         **cell.fields(),
         "cell": cell.key,
         "resolved_steps": gens[0]["resolved_steps"],
+        "nfe_predicted": gens[0].get("nfe_predicted"),
         "n": len(gens),
         "n_empty": len(gens) - sum(nonempty),
         "n_accepted": len(keep),

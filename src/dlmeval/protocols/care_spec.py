@@ -20,6 +20,8 @@ refused with an :class:`~dlmeval.errors.InputError` naming the key. Layout (ever
     batch_size = 16                            # rows per forward pass (does not change a number)
     block_length = 32                          # semi-autoregressive blocks (default: one block)
     suppress_eos = false                       # ban EOS ids while sampling (default: a row may end early)
+    eos_rank_last = false                      # keep EOS but unmask it after every other position (LLaDA B.4)
+    accounting = "paper"                       # paper: re-masked tokens cost real passes; refill: 1 per step
 
     [sweep]                                    # the full factorial: strategies x steps x temperatures x seeds
     strategies = ["none", "high_entropy"]
@@ -87,6 +89,7 @@ from dlmeval.protocols.spec_io import (
     read_spec,
     shipped_spec_path,
 )
+from dlmeval.sampling.config import ACCOUNTINGS
 
 SOURCES = ("webtext", "lm1b")
 FEATURIZERS = ("minilm", "ar")
@@ -108,6 +111,8 @@ class GenerationSpec:
     batch_size: int = 16
     block_length: int | None = None
     suppress_eos: bool = False
+    eos_rank_last: bool = False
+    accounting: str = "paper"
 
 
 @dataclass(frozen=True)
@@ -284,7 +289,13 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         if "block_length" in g
         else None,
         suppress_eos=as_bool(g.get("suppress_eos", False), "generation.suppress_eos"),
+        eos_rank_last=as_bool(g.get("eos_rank_last", False), "generation.eos_rank_last"),
+        accounting=as_str(g.get("accounting", "paper"), "generation.accounting", ACCOUNTINGS),
     )
+    if gen.suppress_eos and gen.eos_rank_last:
+        raise InputError(
+            "spec: generation.suppress_eos bans EOS and eos_rank_last keeps it ranked last: choose one"
+        )
     if gen.block_length is not None and gen.gen_tokens % gen.block_length:
         raise InputError(
             f"spec: generation.block_length = {gen.block_length} does not divide gen_tokens = {gen.gen_tokens}"

@@ -10,6 +10,7 @@ columns of :data:`DOWN_COLUMNS`. Every function returns a long-format DataFrame 
 table              what                                                       paper
 =================  =========================================================  =============
 nfe                actual NFE per sample at each nominal step count, ratio    Table 3
+mechanism          replacement rate per step, re-masks, stable token-step     Section 4.4 / C.3
 compute_matched    PPL / MAUVE at equal actual NFE budgets, delta vs baseline Table 4
 quality            PPL, MAUVE, Self-BLEU, Distinct-3, NFE per strategy x steps Table 5 (+C.10)
 mauve_temperature  MAUVE mean +- SE over seeds across temperatures            Table 6 / 13
@@ -25,6 +26,10 @@ leaderboard        per model: baseline and strategy MAUVE/PPL, the gap        Ta
 
 Standard errors are over seeds: SD (ddof=1) / sqrt(n) (:func:`dlmeval.stats.mean_se`), NaN with one seed. The gap
 SE is the SE of the seed-wise paired differences; its t-test is :func:`dlmeval.stats.paired_ttest` (df = n - 1).
+
+Every generation table carries the spec's NFE ``accounting`` (``paper``, or ``refill``: one pass per nominal
+step) and ``same_as``: the cell whose generations a provably identical cell reuses (run once, e.g. ``none`` at 256
+steps with 128 tokens is ``none`` at 128).
 """
 
 from __future__ import annotations
@@ -61,7 +66,14 @@ CELL_COLUMNS = (
     "mauve",
     "self_bleu",
     "distinct3",
+    "resolved_steps",
+    "nfe_predicted",
+    "replacement_rate",
+    "stable_cells",
+    "same_as",
 )
+#: cell columns that hold text (the rest after the first three are numbers)
+_TEXT_COLUMNS = ("model", "source", "strategy", "same_as")
 DOWN_COLUMNS = (
     "model",
     "task",
@@ -76,6 +88,7 @@ DOWN_COLUMNS = (
 )
 TABLE_ORDER = (
     "nfe",
+    "mechanism",
     "compute_matched",
     "quality",
     "mauve_temperature",
@@ -90,6 +103,7 @@ TABLE_ORDER = (
 )
 TITLES = {
     "nfe": "Actual NFE per sample at nominal steps (Table 3)",
+    "mechanism": "Churn per strategy: tokens replaced per step, re-masks and stable token-step cells (C.3)",
     "compute_matched": "Compute-matched quality at equal actual NFE (Table 4)",
     "quality": "PPL, MAUVE and diversity per strategy and step budget (Table 5)",
     "mauve_temperature": "MAUVE across unmask temperatures, mean +- SE over seeds (Table 6)",
@@ -108,8 +122,10 @@ TITLES = {
 def cells_frame(records: list[dict]) -> pd.DataFrame:
     """Cell records (dicts) as a frame with exactly :data:`CELL_COLUMNS` (missing values NaN), sorted."""
     df = pd.DataFrame.from_records(records, columns=list(CELL_COLUMNS)) if records else _empty(CELL_COLUMNS)
-    for c in CELL_COLUMNS[3:]:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    for c in CELL_COLUMNS:
+        if c not in _TEXT_COLUMNS:
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["same_as"] = df["same_as"].astype(object).where(df["same_as"].notna(), None)
     return _sorted(
         df, ["model", "source", "strategy", "steps", "nfe_budget", "temperature", "fraction", "seed"]
     )
@@ -186,6 +202,7 @@ def table_nfe(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
             "nfe_min": float(g["nfe_min"].min()),
             "nfe_max": float(g["nfe_max"].max()),
             "n_cells": len(g),
+            "same_as": _same_as(g),
         }
 
     out = _group(sw, ["model", "strategy", "steps"], f)
@@ -195,6 +212,39 @@ def table_nfe(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
     out[f"ratio_vs_{spec.headline.baseline}"] = [
         r.nfe / base.get((r.model, r.steps), float("nan")) for r in out.itertuples()
     ]
+    out["accounting"] = spec.generation.accounting
+    return _int_cols(out, ["steps"])
+
+
+def _same_as(g: pd.DataFrame) -> str | None:
+    """The cell label (``strategy@steps``) whose generations the group's cells reuse, if they all reuse one."""
+    keys = {k for k in g["same_as"] if k}
+    if not keys or len(keys) != 1 or g["same_as"].isna().any():
+        return None
+    parts = next(iter(keys)).split("|")  # source|strategy|s<steps>|t..|f..|seed..
+    return f"{parts[1]}@{parts[2].removeprefix('s')}"
+
+
+def table_mechanism(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
+    """C.3 / Section 4.4's mechanism: per (model, strategy, nominal steps) over the sweep cells, the share of the
+    generation replaced per forwarded step (%), re-masks per sample, stable token-step cells per sample and the
+    actual NFE."""
+    sw = sweep_cells(cells, spec)
+
+    def f(g):
+        return {
+            "n_cells": len(g),
+            "nfe": float(g["nfe"].mean()),
+            "replaced_per_step_pct": 100.0 * float(g["replacement_rate"].mean()),
+            "remasks_per_sample": float(g["remasks"].mean()),
+            "stable_cells": float(g["stable_cells"].mean()),
+            "same_as": _same_as(g),
+        }
+
+    out = _group(sw, ["model", "strategy", "steps"], f)
+    if out.empty:
+        return out
+    out["accounting"] = spec.generation.accounting
     return _int_cols(out, ["steps"])
 
 
@@ -212,18 +262,27 @@ def table_compute_matched(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
     def f(g):
         mm, ms = _ms(g["mauve"])
         pm, ps = _ms(g["ppl"])
+        budget = float(g["nfe_budget"].iloc[0])
+        nfe = float(g["nfe"].mean())
         return {
             "n_seeds": len(g),
-            "nfe": float(g["nfe"].mean()),
+            "steps": float(g["resolved_steps"].mean()),
+            "nfe": nfe,
+            # a budget out of the strategy's reach (none cannot spend more than gen_tokens passes) is flagged,
+            # not silently spent lower; rows that stop at EOS spend less than the count rules predict
+            "nfe_predicted": float(g["nfe_predicted"].mean()),
+            "reached": bool(np.isclose(g["nfe_predicted"].to_numpy(dtype=float), budget).all()),
             "ppl": pm,
             "ppl_se": ps,
             "mauve": mm,
             "mauve_se": ms,
+            "same_as": _same_as(g),
         }
 
     out = _group(sel, ["model", "source", "temperature", "nfe_budget", "strategy"], f)
     if out.empty:
         return out
+    out["accounting"] = spec.generation.accounting
     base = out[out["strategy"] == spec.headline.baseline].set_index(
         ["model", "source", "temperature", "nfe_budget"]
     )["mauve"]
@@ -251,9 +310,13 @@ def table_quality(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
             "self_bleu": float(g["self_bleu"].mean()),
             "distinct3": float(g["distinct3"].mean()),
             "acceptance": float(g["acceptance"].mean()),
+            "same_as": _same_as(g),
         }
 
-    return _int_cols(_group(sw, ["model", "source", "temperature", "strategy", "steps"], f), ["steps"])
+    out = _group(sw, ["model", "source", "temperature", "strategy", "steps"], f)
+    if len(out):
+        out["accounting"] = spec.generation.accounting
+    return _int_cols(out, ["steps"])
 
 
 def table_mauve_temperature(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
@@ -539,6 +602,7 @@ def all_tables(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -> dict[
     """Every table, in :data:`TABLE_ORDER`; tables with no rows are left out."""
     tables = {
         "nfe": table_nfe(cells, spec),
+        "mechanism": table_mechanism(cells, spec),
         "compute_matched": table_compute_matched(cells, spec),
         "quality": table_quality(cells, spec),
         "mauve_temperature": table_mauve_temperature(cells, spec),
@@ -609,7 +673,7 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
             elif (
                 c.startswith("ppl")
                 or c.endswith("_pct")
-                or c in ("nfe", "nfe_min", "nfe_max", "F", "remasks_per_sample")
+                or c in ("nfe", "nfe_min", "nfe_max", "F", "remasks_per_sample", "stable_cells", "steps")
             ):
                 digits = 1 if c != "F" else 2
             else:
@@ -681,6 +745,7 @@ __all__ = [
     "table_dose_response",
     "table_gap",
     "table_headline",
+    "table_mechanism",
     "table_leaderboard",
     "table_mauve_temperature",
     "table_nfe",

@@ -20,17 +20,20 @@ spends 256 forward passes per row (``sampler.config.steps``); when no step count
 more than ``length`` passes), it takes the largest NFE below the target: compare ``res.nfe`` with
 ``res.config["nfe"]``. ``predict_nfe`` / ``steps_for_nfe`` replay the count rules without a model.
 
-The algorithm (per block, per nominal step; see :mod:`dlmeval.sampling.config` for the count rules):
+The algorithm (per block, per nominal step; see :mod:`dlmeval.sampling.config` for the count rules of the two
+accountings, ``"paper"`` by default and ``"refill"``):
 
-1. one forward pass (``model.logits``) on the rows that can change at this step;
-2. a candidate token for every masked position of the block: ``argmax(logits / T + Gumbel)`` in float64
-   (``T = temperature``; ``T = 0`` is argmax); the mask id, and with ``suppress_eos`` the EOS/EoT ids, are banned
-   *before* both sampling and confidence, so the ranking uses the suppressed distribution;
-3. the strategy re-masks up to ``floor(remask_fraction * decided)`` decided tokens of the block (never at a
-   block's last step), chosen by :meth:`Strategy.remask_scores`;
-4. the schedule's count (plus last step's re-masks) of masked positions is unmasked, chosen by
-   :meth:`Strategy.unmask_scores` (confidence, or Dream's orders);
-5. a row stops once its text up to its first EOS can no longer change (``stop_at_eos``); it then takes part in
+1. the decode pass (``model.logits_at``) on the rows with something to decode: a candidate token for every masked
+   position of the block, ``argmax(logits / T + Gumbel)`` in float64 (``T = temperature``; ``T = 0`` is argmax);
+   the mask id, and with ``suppress_eos`` the EOS/EoT ids, are banned *before* both sampling and confidence, so
+   the ranking uses the suppressed distribution; the schedule's count plus the tokens re-masked at the step
+   before are unmasked, chosen by :meth:`Strategy.unmask_scores` (confidence, or Dream's orders; with
+   ``eos_rank_last`` EOS candidates go last);
+2. paper accounting: in its window a re-masking strategy re-masks ``int(remask_fraction * B)`` positions, chosen
+   by :meth:`Strategy.remask_scores` from a scoring pass over the updated sequence (``random``: no pass); a
+   block's last re-masks are decoded by a drain pass. Refill accounting: up to ``floor(remask_fraction *
+   decided)`` decided tokens are re-masked from the decode pass's logits (never at a block's last step);
+3. a row stops once its text up to its first EOS can no longer change (``stop_at_eos``); it then takes part in
    no more passes.
 
 Randomness: row ``b`` draws only from ``torch_generator(derive_seed(seed, "sample", item_ids[b]))`` and only at steps
@@ -41,12 +44,21 @@ Strategies (registry :data:`STRATEGIES`, add one with :func:`register_strategy`)
 Dream's ``origin``, ``entropy``, ``maskgit`` (unmasking orders); see :mod:`dlmeval.sampling.strategies`.
 """
 
-from dlmeval.sampling.config import SamplerConfig, linear_schedule, predict_nfe, remask_budget, steps_for_nfe
+from dlmeval.sampling.config import (
+    ACCOUNTINGS,
+    SamplerConfig,
+    equivalent_steps,
+    linear_schedule,
+    predict_nfe,
+    remask_budget,
+    steps_for_nfe,
+)
 from dlmeval.sampling.noise import gumbel_argmax, top_k_mask
 from dlmeval.sampling.sampler import RemaskingSampler, SampleResult, SamplingHistory, sample
 from dlmeval.sampling.strategies import STRATEGIES, StepView, Strategy, get_strategy, register_strategy
 
 __all__ = [
+    "ACCOUNTINGS",
     "STRATEGIES",
     "RemaskingSampler",
     "SampleResult",
@@ -54,6 +66,7 @@ __all__ = [
     "SamplingHistory",
     "StepView",
     "Strategy",
+    "equivalent_steps",
     "get_strategy",
     "gumbel_argmax",
     "linear_schedule",

@@ -14,7 +14,14 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, length_sorted_batches
-from dlmeval.sampling.config import SamplerConfig, linear_schedule, predict_nfe, steps_for_nfe
+from dlmeval.sampling.config import (
+    SamplerConfig,
+    linear_schedule,
+    paper_remask_k,
+    paper_window_start,
+    predict_nfe,
+    steps_for_nfe,
+)
 from dlmeval.sampling.fields import step_fields
 from dlmeval.sampling.noise import gumbel, gumbel_noise_width, row_uniforms, top_k_mask
 from dlmeval.sampling.strategies import StepView, get_strategy
@@ -28,16 +35,18 @@ Prompt = str | Sequence[int] | torch.Tensor
 class SamplingHistory:
     """Per nominal step ``t`` (all ``T`` of them, skipped ones included) and row ``b``.
 
-    * ``forwarded[t, b]``: the row took part in a forward pass at step ``t``
+    * ``forwarded[t, b]``: the row took part in a forward pass at step ``t``; ``passes[t, b]`` how many (a
+      decode pass, a scoring pass, and at a block's last step a drain pass under the paper's accounting)
     * ``unmasked`` / ``remasked[t, b]``: tokens decided / put back under the mask
     * ``replaced[t, b]``: decided tokens that differ from the token that position held before it was re-masked
-    * ``stable[t, b]``: stable token-step cells: generated positions decided before the step and unchanged by it
-      (counted at forwarded steps only)
+    * ``stable[t, b]``: stable token-step cells: generated positions decided before the step and holding the
+      same token after it (counted at forwarded steps only)
     * ``changed[t, b, i]``: position ``i`` of the generation changed at step ``t`` (mask -> token or token -> mask)
     * ``decided_step[b, i]``: the step at which the final token at ``i`` was decided (-1: never)
     """
 
     forwarded: np.ndarray
+    passes: np.ndarray
     unmasked: np.ndarray
     remasked: np.ndarray
     replaced: np.ndarray
@@ -46,7 +55,7 @@ class SamplingHistory:
     decided_step: np.ndarray
 
     def churn(self) -> dict[str, np.ndarray]:
-        """Per-row churn statistics (the Care paper's): total re-masks and replacements, stable token-step
+        """Per-row churn statistics (the Care paper's C.3): total re-masks and replacements, stable token-step
         cells, and the mean fraction of the generation replaced per forwarded step."""
         steps = self.forwarded.sum(0)
         length = self.changed.shape[2]
@@ -62,7 +71,7 @@ class SamplingHistory:
     def merge(parts: list[tuple[list[int], SamplingHistory]], n: int) -> SamplingHistory:
         first = parts[0][1]
         out = {}
-        for name in ("forwarded", "unmasked", "remasked", "replaced", "stable", "changed"):
+        for name in ("forwarded", "passes", "unmasked", "remasked", "replaced", "stable", "changed"):
             a = getattr(first, name)
             buf = np.zeros((a.shape[0], n, *a.shape[2:]), dtype=a.dtype)
             for idx, h in parts:
@@ -175,9 +184,10 @@ class RemaskingSampler:
         self.strategy = get_strategy(config.strategy, remask_fraction=config.remask_fraction)
         self.time_conditioned = bool(getattr(model, "time_conditioned", False))
         kw = dict(
+            strategy=config.strategy,
             block_length=config.block_length,
-            remasks=self.strategy.remasks,
             remask_fraction=config.remask_fraction,
+            accounting=config.accounting,
             time_conditioned=self.time_conditioned,
         )
         self.nfe_target = config.nfe
@@ -195,10 +205,16 @@ class RemaskingSampler:
         self._eos = torch.tensor(sorted(set(model.eos_token_ids)), dtype=torch.long, device=dev)
 
     @property
-    def _needs(self) -> frozenset[str]:
-        """The step fields to compute: what the strategy reads, and ``confidence`` for running means."""
+    def _needs_decode(self) -> frozenset[str]:
+        """The fields of a decode pass (paper accounting): what the unmasking order reads, and ``confidence``
+        for running means."""
         extra = {"confidence"} if self.strategy.tracks_running else set()
         return frozenset(self.strategy.needs) | extra
+
+    @property
+    def _needs_refill(self) -> frozenset[str]:
+        """The fields of a refill-accounting pass: everything the strategy reads, from the one pass."""
+        return self.strategy.all_needs
 
     def config_dict(self) -> dict[str, Any]:
         """The settings as run (nominal steps resolved; ``nfe`` is the compute-matched target or None)."""
@@ -268,8 +284,8 @@ class RemaskingSampler:
     @torch.no_grad()
     def _sample_batch(self, prompt_ids: list[list[int]], item_ids: list[str]) -> SampleResult:
         t_start = time.perf_counter()
-        m, cfg, strat = self.model, self.config, self.strategy
-        mask_id, length, blk = int(m.mask_token_id), cfg.length, cfg.block
+        m, cfg = self.model, self.config
+        mask_id, length = int(m.mask_token_id), cfg.length
         width = max(len(p) for p in prompt_ids) + length
         if width > m.max_length:
             raise InputError(
@@ -278,79 +294,142 @@ class RemaskingSampler:
             )
         ids, attn = m.pad([p + [mask_id] * length for p in prompt_ids])
         st = _Batch(self, ids, attn, prompt_ids, item_ids)
-        can_stop = cfg.stop_at_eos and self._eos.numel() > 0
-        zeros = torch.zeros_like(st.nfe)
+        block_loop = self._paper_block if cfg.accounting == "paper" else self._refill_block
         for j, s_b in enumerate(cfg.block_steps()):
-            b0 = j * blk
-            sched = linear_schedule(blk, s_b)
-            refill = zeros
-            for i in range(s_b):
-                if not bool(st.active.any()):
-                    break
-                last = i == s_b - 1
-                st.steps_taken += st.active.long()
-                n_masked = st.masked[:, b0 : b0 + blk].sum(1)
-                k_un = torch.minimum(sched[i] + refill, n_masked)
-                k_re = zeros
-                if strat.remasks and not last and strat.remask_fraction > 0:
-                    k_re = torch.floor(strat.remask_fraction * (blk - n_masked).double() + 1e-9).long()
-                need = st.active & ((k_un > 0) | (k_re > 0))
-                if self.time_conditioned:
-                    need = st.active.clone()
-                rows = need.nonzero().squeeze(1)
-                refill = zeros
-                if rows.numel() == 0:  # a step that changes nothing is skipped: no forward pass, no NFE
-                    st.record(need)
-                else:
-                    n_rem = self._step(
-                        st, rows, k_un[rows], k_re[rows], block=j, block_step=i, block_steps=s_b
-                    )
-                    refill = zeros.clone()
-                    refill[rows] = n_rem
-                st.t += 1
-                if can_stop and (last or not strat.remasks):
-                    st.stop_finished_rows(self._eos)
+            block_loop(st, j, s_b)
             if not bool(st.active.any()):
                 break
         while st.t < cfg.steps:  # every row stopped: the remaining nominal steps are recorded as skipped
-            st.record(torch.zeros_like(st.active))
-            st.t += 1
+            st.begin_step()
+            st.end_step()
         st.timing["total_s"] = time.perf_counter() - t_start
         return self._result(st)
 
-    def _step(
+    @property
+    def _can_stop(self) -> bool:
+        return self.config.stop_at_eos and self._eos.numel() > 0
+
+    def _paper_block(self, st: _Batch, j: int, s_b: int) -> None:
+        """One block under the paper's accounting (see :mod:`dlmeval.sampling.config`)."""
+        strat, blk = self.strategy, self.config.block
+        sl = slice(j * blk, (j + 1) * blk)
+        sched = linear_schedule(blk, s_b)
+        k = paper_remask_k(strat.remask_fraction, blk) if strat.remasks else 0
+        w0 = paper_window_start(strat.remask_fraction, blk, s_b) if strat.remasks else None
+        waiting = torch.zeros_like(st.nfe)
+        for i in range(s_b):
+            if not bool(st.active.any()):
+                break
+            last = i == s_b - 1
+            st.begin_step()
+            n_masked = st.masked[:, sl].sum(1)
+            k_un = torch.minimum(sched[i] + waiting, n_masked)
+            need = st.active.clone() if self.time_conditioned else st.active & (k_un > 0)
+            if bool(need.any()):  # the decode pass (a step with nothing to decode is skipped)
+                rows = need.nonzero().squeeze(1)
+                self._decode(st, rows, k_un[rows], sl, block=j, block_step=i, block_steps=s_b)
+            waiting = torch.zeros_like(st.nfe)
+            in_window = w0 is not None and i >= w0
+            decided = st.active & (~st.masked[:, sl]).any(1)
+            if bool(decided.any()) and (strat.scoring == "every" or in_window):
+                rows = decided.nonzero().squeeze(1)
+                k_re = torch.full_like(rows, k if in_window else 0)
+                if strat.scoring == "none":  # random: no pass, its own generator chooses
+                    n_rem = self._remask_unscored(st, rows, k_re, sl)
+                else:  # the scoring pass
+                    n_rem = self._score_and_remask(st, rows, k_re, sl, block=j, block_step=i, block_steps=s_b)
+                waiting[rows] = n_rem
+            if last and bool((waiting > 0).any()):  # the drain pass: decode what the last step re-masked
+                rows = (st.active & (waiting > 0)).nonzero().squeeze(1)
+                k_all = st.masked[rows, sl].sum(1)
+                self._decode(st, rows, k_all, sl, block=j, block_step=i, block_steps=s_b)
+            st.end_step()
+            if self._can_stop and (last or not strat.remasks):
+                st.stop_finished_rows(self._eos)
+
+    def _refill_block(self, st: _Batch, j: int, s_b: int) -> None:
+        """One block under the refill accounting: re-masked tokens are refilled inside the nominal budget."""
+        strat, blk = self.strategy, self.config.block
+        sl = slice(j * blk, (j + 1) * blk)
+        sched = linear_schedule(blk, s_b)
+        zeros = torch.zeros_like(st.nfe)
+        refill = zeros
+        for i in range(s_b):
+            if not bool(st.active.any()):
+                break
+            last = i == s_b - 1
+            st.begin_step()
+            n_masked = st.masked[:, sl].sum(1)
+            k_un = torch.minimum(sched[i] + refill, n_masked)
+            k_re = zeros
+            if strat.remasks and not last and strat.remask_fraction > 0:
+                k_re = torch.floor(strat.remask_fraction * (blk - n_masked).double() + 1e-9).long()
+            need = st.active.clone() if self.time_conditioned else st.active & ((k_un > 0) | (k_re > 0))
+            refill = zeros
+            if bool(need.any()):  # a step that changes nothing is skipped: no forward pass, no NFE
+                rows = need.nonzero().squeeze(1)
+                n_rem = self._decode(
+                    st, rows, k_un[rows], sl, k_re=k_re[rows], block=j, block_step=i, block_steps=s_b
+                )
+                refill = zeros.clone()
+                refill[rows] = n_rem
+            st.end_step()
+            if self._can_stop and (last or not strat.remasks):
+                st.stop_finished_rows(self._eos)
+
+    # ------------------------------------------------------------------ passes
+    def _view(self, st, rows, sl, tok_w, msk_w, cand, rr, cc, fields, vocab, gens, **where) -> StepView:
+        n_r = rows.numel()
+        return StepView(
+            tokens=tok_w,
+            masked=msk_w,
+            decided=~msk_w,
+            candidates=cand,
+            region_rows=rr,
+            region_cols=cc,
+            fields=fields,
+            vocab_size=vocab,
+            temperature=float(self.config.temperature),
+            uniform=lambda: row_uniforms(gens, [1] * n_r, self.config.block, device=self.model.device),
+            step=st.t,
+            strategy=self.strategy.name,
+            **where,
+        )
+
+    def _decode(
         self,
         st: _Batch,
         rows: torch.Tensor,
         k_un: torch.Tensor,
-        k_re: torch.Tensor,
+        sl: slice,
         *,
+        k_re: torch.Tensor | None = None,
         block: int,
         block_step: int,
         block_steps: int,
     ) -> torch.Tensor:
-        """One forward pass for ``rows`` and its re-mask / unmask decisions; returns the re-mask count per row."""
+        """A decode pass for ``rows``: unmask ``k_un`` masked positions of the block ``sl``. Under the refill
+        accounting (``k_re`` given) it also re-masks ``k_re`` decided tokens chosen from the same logits.
+        Returns the re-mask count per row."""
         m, strat, cfg = self.model, self.strategy, self.config
         dev, blk, n_r = m.device, cfg.block, rows.numel()
-        sl = slice(block * blk, (block + 1) * blk)
         temp, pos_temp = float(cfg.temperature), float(cfg.position_temperature)
-        # the current block of the rows taking part, [R, W]
         tok_w, msk_w = st.tokens[rows, sl], st.masked[rows, sl]
         dec_w = ~msk_w
-        remask_now = strat.remasks and bool((k_re > 0).any())
-        need_decided = strat.tracks_running or remask_now
+        remask_now = k_re is not None and strat.remasks and bool((k_re > 0).any())
+        refill_scores = k_re is not None and (strat.tracks_running or remask_now)
         # the positions that matter: masked ones (row-major), then decided ones when the strategy reads them
         rr, cc = msk_w.nonzero(as_tuple=True)
         n_m = int(rr.numel())
-        if need_decided:
+        if refill_scores:
             dr, dc = dec_w.nonzero(as_tuple=True)
             rr, cc = torch.cat([rr, dr]), torch.cat([cc, dc])
         flat = st.forward(rows, sl, rr, cc)  # [N, V] logits at (rr, cc) only
         gens = [st.gens[r] for r in rows.tolist()]
         u = None
         if temp > 0:  # one row of uniforms per masked position, in row-major order like (rr, cc)
-            counts = msk_w.sum(1).tolist()
-            u = row_uniforms(gens, counts, gumbel_noise_width(flat.shape[1]), device=dev)
+            u = row_uniforms(gens, msk_w.sum(1).tolist(), gumbel_noise_width(flat.shape[1]), device=dev)
+        needs = self._needs_refill if k_re is not None else self._needs_decode
         t0 = time.perf_counter()
         cand_flat, fields = step_fields(
             flat,
@@ -359,71 +438,125 @@ class RemaskingSampler:
             banned=self._banned,
             temperature=temp,
             uniforms=u,
-            needs=self._needs,
+            needs=needs,
         )
         st.timing["fields_s"] += time.perf_counter() - t0
         vocab = int(flat.shape[1])
         del flat
         cand = tok_w.clone()
         cand[rr, cc] = cand_flat
-        view = StepView(
-            tokens=tok_w,
-            masked=msk_w,
-            decided=dec_w,
-            candidates=cand,
-            region_rows=rr,
-            region_cols=cc,
-            fields=fields,
-            vocab_size=vocab,
-            temperature=temp,
-            uniform=lambda: row_uniforms(gens, [1] * n_r, blk, device=dev),
-            step=st.t,
-            block=block,
-            block_step=block_step,
-            block_steps=block_steps,
-            strategy=strat.name,
-        )
-        if strat.tracks_running:  # add this step's probability of every decided token to its running sum
+        where = dict(block=block, block_step=block_step, block_steps=block_steps)
+        view = self._view(st, rows, sl, tok_w, msk_w, cand, rr, cc, fields, vocab, gens, **where)
+        if refill_scores and strat.tracks_running:  # this step's probability of every decided token
             rs = torch.where(
                 dec_w, st.run_sum[rows, sl] + torch.nan_to_num(view.confidence), st.run_sum[rows, sl]
             )
             rc = st.run_cnt[rows, sl] + dec_w.float()
             view._running = torch.where(dec_w, rs / rc.clamp(min=1), torch.nan)
+            st.run_sum[rows, sl], st.run_cnt[rows, sl] = rs, rc
 
-        # what to re-mask (decided tokens), then what to unmask (masked positions)
         rem = torch.zeros_like(msk_w)
         if remask_now:
+            assert k_re is not None
             rem = top_k_mask(torch.where(dec_w, strat.remask_scores(view).double(), -math.inf), k_re)
         sc = strat.unmask_scores(view).double()
         if pos_temp > 0:
             sc = sc / pos_temp + gumbel(row_uniforms(gens, [1] * n_r, blk, device=dev))
         sc = torch.nan_to_num(sc, nan=-1e300, posinf=1e300, neginf=-1e300)  # every masked position eligible
-        unm = top_k_mask(torch.where(msk_w, sc, -math.inf), k_un)
+        unm = self._unmask_choice(sc, msk_w, k_un, cand)
 
-        # apply
         prev_w = st.prev_tok[rows, sl]
         replaced = unm & (prev_w >= 0) & (prev_w != cand)
         st.tokens[rows, sl] = torch.where(unm, cand, tok_w).masked_fill(rem, m.mask_token_id)
         st.masked[rows, sl] = (msk_w & ~unm) | rem
         st.prev_tok[rows, sl] = torch.where(unm, cand, prev_w)
         st.decided_step[rows, sl] = torch.where(unm, st.t, st.decided_step[rows, sl]).masked_fill(rem, -1)
-        if strat.tracks_running:
-            st.run_sum[rows, sl] = torch.where(unm, torch.nan_to_num(view.confidence), rs).masked_fill(
-                rem, 0.0
-            )
-            st.run_cnt[rows, sl] = torch.where(unm, 1.0, rc).masked_fill(rem, 0.0)
+        if (
+            strat.tracks_running
+        ):  # a newly decided token starts its mean at the probability it was chosen with
+            conf = torch.nan_to_num(view.confidence)
+            st.run_sum[rows, sl] = torch.where(unm, conf, st.run_sum[rows, sl]).masked_fill(rem, 0.0)
+            st.run_cnt[rows, sl] = torch.where(unm, 1.0, st.run_cnt[rows, sl]).masked_fill(rem, 0.0)
         n_rem = rem.sum(1)
-        decided_after = (~st.masked[rows]).sum(1)  # over the whole generation
-        st.record(
-            st.active & torch.zeros_like(st.active).index_fill_(0, rows, True),
-            rows=rows,
-            unmasked=unm.sum(1),
-            remasked=n_rem,
-            replaced=replaced.sum(1),
-            stable=decided_after - unm.sum(1),  # decided before, not re-masked: after - newly decided
-            changed=(sl, unm | rem),
-        )
+        st.note(rows, sl, unmasked=unm, remasked=rem, replaced=replaced.sum(1))
         return n_rem
+
+    def _unmask_choice(self, sc, msk_w, k_un, cand) -> torch.Tensor:
+        """The ``k_un`` highest-scoring masked positions per row; with ``eos_rank_last`` positions whose
+        candidate is EOS/EoT come only after every other masked position."""
+        if not self.config.eos_rank_last or self._eos.numel() == 0:
+            return top_k_mask(torch.where(msk_w, sc, -math.inf), k_un)
+        is_eos = torch.isin(cand, self._eos) & msk_w
+        other = msk_w & ~is_eos
+        k_other = torch.minimum(k_un, other.sum(1))
+        first = top_k_mask(torch.where(other, sc, -math.inf), k_other)
+        return first | top_k_mask(torch.where(is_eos, sc, -math.inf), k_un - k_other)
+
+    def _score_and_remask(
+        self,
+        st: _Batch,
+        rows: torch.Tensor,
+        k_re: torch.Tensor,
+        sl: slice,
+        *,
+        block: int,
+        block_step: int,
+        block_steps: int,
+    ) -> torch.Tensor:
+        """The scoring pass (paper accounting): the strategy's fields over the sequence after this step's
+        unmasking, running means updated, then ``k_re`` positions re-masked. Returns the re-mask count."""
+        strat = self.strategy
+        tok_w, msk_w = st.tokens[rows, sl], st.masked[rows, sl]
+        dec_w = ~msk_w
+        pool = torch.ones_like(msk_w) if strat.remask_pool == "block" else dec_w
+        rr, cc = pool.nonzero(as_tuple=True)
+        flat = st.forward(rows, sl, rr, cc)
+        needs = frozenset(strat.remask_needs) | ({"confidence"} if strat.tracks_running else set())
+        t0 = time.perf_counter()
+        _, fields = step_fields(
+            flat,
+            n_masked=0,
+            current=tok_w[rr, cc],
+            banned=self._banned,
+            temperature=float(self.config.temperature),
+            uniforms=None,
+            needs=needs,
+        )
+        st.timing["fields_s"] += time.perf_counter() - t0
+        vocab = int(flat.shape[1])
+        del flat
+        gens = [st.gens[r] for r in rows.tolist()]
+        where = dict(block=block, block_step=block_step, block_steps=block_steps)
+        view = self._view(st, rows, sl, tok_w, msk_w, tok_w, rr, cc, fields, vocab, gens, **where)
+        if strat.tracks_running:
+            rs = st.run_sum[rows, sl] + torch.where(dec_w, torch.nan_to_num(view.confidence), 0.0)
+            rc = st.run_cnt[rows, sl] + dec_w.float()
+            st.run_sum[rows, sl], st.run_cnt[rows, sl] = rs, rc
+            view._running = torch.where(dec_w, rs / rc.clamp(min=1), torch.nan)
+        if not bool((k_re > 0).any()):
+            st.note(rows, sl)
+            return torch.zeros_like(k_re)
+        picked = top_k_mask(torch.where(pool, strat.remask_scores(view).double(), -math.inf), k_re)
+        return self._apply_remask(st, rows, sl, picked & dec_w)
+
+    def _remask_unscored(self, st: _Batch, rows: torch.Tensor, k_re: torch.Tensor, sl: slice) -> torch.Tensor:
+        """Re-masking chosen without the model (``random``): no forward pass."""
+        gens = [st.gens[r] for r in rows.tolist()]
+        dec_w = ~st.masked[rows, sl]
+        scores = row_uniforms(gens, [1] * rows.numel(), self.config.block, device=self.model.device)
+        picked = top_k_mask(torch.where(dec_w, scores, -math.inf), k_re)
+        return self._apply_remask(st, rows, sl, picked & dec_w)
+
+    def _apply_remask(self, st: _Batch, rows: torch.Tensor, sl: slice, rem: torch.Tensor) -> torch.Tensor:
+        m = self.model
+        st.tokens[rows, sl] = st.tokens[rows, sl].masked_fill(rem, m.mask_token_id)
+        st.masked[rows, sl] = st.masked[rows, sl] | rem
+        st.decided_step[rows, sl] = st.decided_step[rows, sl].masked_fill(rem, -1)
+        if self.strategy.tracks_running:
+            st.run_sum[rows, sl] = st.run_sum[rows, sl].masked_fill(rem, 0.0)
+            st.run_cnt[rows, sl] = st.run_cnt[rows, sl].masked_fill(rem, 0.0)
+        st.note(rows, sl, remasked=rem)
+        return rem.sum(1)
 
     def _result(self, st: _Batch) -> SampleResult:
         m = self.model
@@ -480,7 +613,7 @@ class _Batch:
             self.run_sum = torch.zeros((n, length), dtype=torch.float32, device=dev)
             self.run_cnt = torch.zeros((n, length), dtype=torch.float32, device=dev)
         self.hist: dict[str, list[torch.Tensor]] = {
-            k: [] for k in ("forwarded", "unmasked", "remasked", "replaced", "stable", "changed")
+            k: [] for k in ("forwarded", "passes", "unmasked", "remasked", "replaced", "stable", "changed")
         }
         self.t = 0
         self.calls = 0
@@ -504,27 +637,36 @@ class _Batch:
         self.calls += 1
         return out
 
-    def record(
-        self, forwarded, *, rows=None, unmasked=None, remasked=None, replaced=None, stable=None, changed=None
-    ):
+    # per-step bookkeeping: begin_step() opens a nominal step, note() adds what a pass did, end_step() records
+    def begin_step(self) -> None:
+        self.steps_taken += self.active.long()
+        self._nfe0 = self.nfe.clone()
+        self._start_masked = self.masked.clone()
+        self._start_tokens = self.tokens.clone()
         zeros = torch.zeros_like(self.nfe)
-        for name, v in (
-            ("unmasked", unmasked),
-            ("remasked", remasked),
-            ("replaced", replaced),
-            ("stable", stable),
-        ):
-            row = zeros
+        self._acc = {k: zeros.clone() for k in ("unmasked", "remasked", "replaced")}
+        self._changed = torch.zeros_like(self.masked)
+
+    def note(self, rows, sl, *, unmasked=None, remasked=None, replaced=None) -> None:
+        for name, v in (("unmasked", unmasked), ("remasked", remasked)):
             if v is not None:
-                row = zeros.clone()
-                row[rows] = v
-            self.hist[name].append(row)
-        self.hist["forwarded"].append(forwarded.clone())
-        ch = torch.zeros_like(self.masked)
-        if changed is not None:
-            sl, w = changed
-            ch[rows, sl] = w
-        self.hist["changed"].append(ch)
+                self._acc[name][rows] += v.sum(1)
+                self._changed[rows, sl] |= v
+        if replaced is not None:
+            self._acc["replaced"][rows] += replaced
+
+    def end_step(self) -> None:
+        passes = self.nfe - self._nfe0
+        ran = passes > 0
+        # stable token-step cells: generated positions decided before the step and holding the same token
+        # after it, at the steps the row took part in
+        kept = ~self._start_masked & ~self.masked & (self.tokens == self._start_tokens)
+        stable = torch.where(ran, kept.sum(1), 0)
+        for name, v in (("passes", passes), ("stable", stable), *self._acc.items()):
+            self.hist[name].append(v)
+        self.hist["forwarded"].append(ran)
+        self.hist["changed"].append(self._changed)
+        self.t += 1
 
     def stop_finished_rows(self, eos: torch.Tensor) -> None:
         """Stop rows whose first EOS is decided with every position before it decided."""

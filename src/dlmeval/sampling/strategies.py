@@ -1,30 +1,40 @@
 """Unmasking / re-masking strategies: a registry of small classes with one selection method each.
 
 A strategy scores positions; the sampler keeps the top ``k`` per row, ``k`` coming from the schedule (unmasking)
-or from the re-mask budget (re-masking, see :mod:`dlmeval.sampling.config`). A score of ``-inf`` means "never".
+or from the re-mask count (re-masking, see :mod:`dlmeval.sampling.config`). A score of ``-inf`` means "never".
 
-* Care / LLaDA re-masking strategies override :meth:`Strategy.remask_scores` (which decided tokens of the current
-  block to put back under the mask); they unmask by confidence like ``none``:
+* Care's re-masking strategies override :meth:`Strategy.remask_scores` (which positions of the current block to
+  put back under the mask); they unmask by confidence like ``none`` (LLaDA's ``low_confidence`` remasking order).
+  Under the paper's accounting their scores come from a *scoring pass* over the sequence after the step's
+  unmasking (C.2: "logits: the current step output distribution"). Sources, strategy by strategy:
 
-  ==================== ================================================================================
-  ``none``             never re-masks (the baseline); unmasks the most confident candidates first
-  ``random``           re-masks decided tokens uniformly at random
-  ``low_confidence``   re-masks the tokens the model now gives the lowest probability
-  ``running_confidence`` re-masks the lowest running mean probability (from the step it was decided on)
-  ``high_entropy``     re-masks the positions whose predictive distribution has the highest entropy
-  ``conf_entropy``     re-masks the lowest ``p(token) - H / log V`` (low confidence and high entropy)
-  ``agreement``        re-masks only tokens that differ from the model's current argmax, least confident first
-  ==================== ================================================================================
+  ====================== ==============================================================================
+  ``none``               never re-masks (the baseline, Care's ``none``; LLaDA ``generate.py`` with
+                         ``remasking='low_confidence'``): unmasks the most confident candidates first
+  ``random``             re-masks ``k`` decided tokens uniformly at random (Care's ``random``; ReMDM's
+                         constant-rate re-masking picks uniformly). Not LLaDA's ``remasking='random'``,
+                         which is a random *unmasking order* and never re-masks (that is ``origin`` here)
+  ``low_confidence``     re-masks the ``k`` decided tokens the model now gives the lowest probability
+                         (ReMDM-conf's confidence signal, Care's ``low_conf``)
+  ``running_confidence`` re-masks the lowest running mean probability since the token was decided (Care's
+                         ``running_conf``); the mean is updated by a scoring pass at every step
+  ``high_entropy``       App. C.2 as shipped: ``topk_mask(entropy, k)`` over **every** position of the block,
+                         ``k = int(fraction * L)``; a masked position among the top k stays masked (a no-op),
+                         so it re-masks at most ``k`` decided tokens
+  ``conf_entropy``       re-masks the lowest ``p(token) - H / log V`` (low confidence and high entropy)
+  ``agreement``          re-masks only decided tokens that differ from the model's current argmax, least
+                         confident first (at most ``k``)
+  ====================== ==============================================================================
 
 * Dream's algorithms override :meth:`Strategy.unmask_scores` (the order in which masked positions are filled) and
-  never re-mask:
+  never re-mask (Dream's ``generation_utils.py``):
 
-  ==================== ================================================================================
-  ``origin``           uniformly random order (Dream's ``origin``; here with the schedule's counts, not
-                       Dream's Binomial counts, so that steps and NFE are deterministic)
-  ``entropy``          lowest entropy of the tempered distribution first (Dream's ``entropy``)
-  ``maskgit``          highest tempered probability of the sampled token first (Dream's ``maskgit_plus``)
-  ==================== ================================================================================
+  ====================== ==============================================================================
+  ``origin``             uniformly random order (Dream's ``origin``; here with the schedule's counts, not
+                         Dream's Bernoulli transfer, so that steps and NFE are deterministic)
+  ``entropy``            lowest entropy of the tempered distribution first (Dream's ``entropy``)
+  ``maskgit``            highest tempered probability of the sampled token first (Dream's ``maskgit_plus``)
+  ====================== ==============================================================================
 
 Note: scores at decided positions come from a forward pass in which the token is visible (that is what the
 published strategies do: "the current step output distribution"); ``running_confidence`` also remembers the
@@ -36,10 +46,14 @@ Adding a strategy::
     class LowestMargin(Strategy):
         name = "lowest_margin"
         remasks = True
-        needs = frozenset({"confidence"})  # the view fields it reads (unmasking by confidence reads it too)
+        remask_needs = frozenset({"confidence"})  # the view fields remask_scores reads
 
         def remask_scores(self, view):
-            return -view.confidence  # any [R, W] tensor built from the view's fields listed in `needs`
+            return -view.confidence  # any [R, W] tensor built from the fields listed in `remask_needs`
+
+``needs`` lists the fields :meth:`Strategy.unmask_scores` reads (computed in the decode pass), ``remask_needs``
+those :meth:`Strategy.remask_scores` reads (computed in the scoring pass; a strategy with none, like ``random``,
+spends no scoring pass).
 """
 
 from __future__ import annotations
@@ -60,7 +74,7 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     """Class decorator: make a strategy available by its ``name``."""
     if not getattr(cls, "name", None):
         raise TypeError(f"{cls.__name__} needs a class attribute `name`")
-    unknown = set(cls.needs) - set(FIELDS)
+    unknown = (set(cls.needs) | set(cls.remask_needs)) - set(FIELDS)
     if unknown:
         raise TypeError(
             f"{cls.__name__}.needs lists unknown fields {sorted(unknown)}; known: {', '.join(FIELDS)}"
@@ -186,12 +200,33 @@ class Strategy:
     remasks: ClassVar[bool] = False
     #: whether the sampler must keep ``view.running_confidence`` up to date (needs ``confidence``)
     tracks_running: ClassVar[bool] = False
-    #: the view's distribution fields the strategy reads (see :data:`dlmeval.sampling.fields.FIELDS`); the
-    #: sampler computes exactly these (the default unmasking order reads ``confidence``)
+    #: the view's distribution fields :meth:`unmask_scores` reads (see :data:`dlmeval.sampling.fields.FIELDS`);
+    #: the sampler computes exactly these in the decode pass (the default unmasking order reads ``confidence``)
     needs: ClassVar[frozenset[str]] = frozenset({"confidence"})
+    #: the fields :meth:`remask_scores` reads (computed in the scoring pass under the paper's accounting)
+    remask_needs: ClassVar[frozenset[str]] = frozenset()
+    #: which positions :meth:`remask_scores` ranks under the paper's accounting: ``"decided"`` tokens only, or
+    #: every position of the block (``"block"``, App. C.2's ``topk_mask`` over ``(B, L)``; masked picks no-ops)
+    remask_pool: ClassVar[str] = "decided"
 
     def __init__(self, remask_fraction: float = 0.15):
         self.remask_fraction = float(remask_fraction) if self.remasks else 0.0
+
+    @property
+    def scoring(self) -> str:
+        """When the strategy spends a scoring pass (paper accounting): ``"every"`` step (running statistics),
+        each step of its re-mask ``"window"`` (its choice reads the model), or ``"none"``."""
+        if not self.remasks:
+            return "none"
+        if self.tracks_running:
+            return "every"
+        return "window" if self.remask_needs else "none"
+
+    @property
+    def all_needs(self) -> frozenset[str]:
+        """Every field the strategy reads (the refill accounting computes them all in the decode pass)."""
+        extra = {"confidence"} if self.tracks_running else set()
+        return frozenset(self.needs) | frozenset(self.remask_needs) | extra
 
     def unmask_scores(self, view: StepView) -> torch.Tensor:
         """Which masked positions to fill first (higher first). Default: confidence of the candidate."""
@@ -224,6 +259,7 @@ class RandomRemask(Strategy):
 class LowConfidence(Strategy):
     name = "low_confidence"
     remasks = True
+    remask_needs = frozenset({"confidence"})
 
     def remask_scores(self, view):
         return -view.confidence
@@ -234,6 +270,7 @@ class RunningConfidence(Strategy):
     name = "running_confidence"
     remasks = True
     tracks_running = True
+    remask_needs = frozenset({"confidence"})
 
     def remask_scores(self, view):
         return -view.running_confidence
@@ -243,7 +280,8 @@ class RunningConfidence(Strategy):
 class HighEntropy(Strategy):
     name = "high_entropy"
     remasks = True
-    needs = frozenset({"confidence", "entropy"})
+    remask_needs = frozenset({"entropy"})
+    remask_pool = "block"
 
     def remask_scores(self, view):
         return view.entropy
@@ -253,7 +291,7 @@ class HighEntropy(Strategy):
 class ConfEntropy(Strategy):
     name = "conf_entropy"
     remasks = True
-    needs = frozenset({"confidence", "entropy"})
+    remask_needs = frozenset({"confidence", "entropy"})
 
     def remask_scores(self, view):
         # both terms in [0, 1]: entropy normalised by its maximum log V
@@ -264,7 +302,7 @@ class ConfEntropy(Strategy):
 class Agreement(Strategy):
     name = "agreement"
     remasks = True
-    needs = frozenset({"confidence", "argmax"})
+    remask_needs = frozenset({"confidence", "argmax"})
 
     def remask_scores(self, view):
         disagree = view.decided & (view.argmax != view.tokens)
