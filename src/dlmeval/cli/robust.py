@@ -30,6 +30,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dlm", default=None, help="DLM model spec: replaces the spec's pairs by one pair")
     p.add_argument("--ar", default=None, help="AR model spec: replaces the spec's pairs by one pair")
+    p.add_argument(
+        "--pair",
+        default=None,
+        help="label of the pair --dlm / --ar replace (needed when the spec has several)",
+    )
+    p.add_argument(
+        "--dlm-sampler",
+        default=None,
+        metavar="SAMPLER",
+        help="the sampler the --dlm model gets: 'pair' (the replaced pair's), 'spec' ([dlm] only) or a TOML table "
+        "such as '{strategy = \"entropy\", steps = 512, temperature = 0.2, top_p = 0.95}'; required when the "
+        "pair sets its own sampler",
+    )
     p.add_argument("--n", type=int, default=None, help="items per task (replaces the spec's values)")
     p.add_argument(
         "--conditions",
@@ -64,12 +77,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def spec_with_overrides(args):
     from dlmeval.errors import InputError
-    from dlmeval.protocols.robust import PairSpec, load_spec, parse_spec
+    from dlmeval.protocols.robust import load_spec, parse_spec, with_models
 
     spec = load_spec(args.spec)
-    if args.dlm or args.ar:
-        first = spec.pairs[0]
-        spec = spec.replace(pairs=(PairSpec(args.dlm or first.dlm, args.ar or first.ar, "", first.sampler),))
+    sampler = getattr(args, "dlm_sampler", None)
+    if sampler is not None and sampler not in ("pair", "spec"):
+        import tomllib
+
+        try:
+            sampler = tomllib.loads(f"s = {sampler}")["s"]
+        except tomllib.TOMLDecodeError as e:
+            raise InputError(f"--dlm-sampler: not a TOML inline table: {e}") from None
+    spec = with_models(spec, dlm=args.dlm, ar=args.ar, pair=getattr(args, "pair", None), sampler=sampler)
     if args.n is not None:
         if args.n < 1:
             raise InputError(f"--n must be a positive number of items, got {args.n}")
@@ -93,6 +112,8 @@ def spec_with_overrides(args):
 
 def _plan(args, spec) -> int:
     from dlmeval.protocols.robust import model_entries, plan
+    from dlmeval.protocols.robust.tables import recipe_table
+    from dlmeval.store import frame_records
 
     entries, _ = model_entries(spec)
     cells = plan(spec)
@@ -122,6 +143,7 @@ def _plan(args, spec) -> int:
         "item_evaluations_per_model": per_model,
         "item_evaluations_total": per_model * len(entries),
         "probes": {k: getattr(spec, k).enabled for k in ("ipm", "dgcg", "probes")},
+        "recipe": frame_records(recipe_table(spec)),
     }
     lines = [
         f"spec {spec.name}: {len(spec.pairs)} pair(s), {len(entries)} model(s), {len(spec.conditions)} conditions "
@@ -135,6 +157,13 @@ def _plan(args, spec) -> int:
         )
     lines.append(f"item evaluations in all: {payload['item_evaluations_total']}")
     lines.append("probes: " + ", ".join(f"{k} {'on' if v else 'off'}" for k, v in payload["probes"].items()))
+    for r in recipe_table(spec).to_dict("records"):
+        if r["role"] == "dlm":
+            lines.append(
+                f"  recipe {r['pair']} / {r['task']}: {r['model']} {r['strategy']} steps={r['steps']} "
+                f"block={r['block_length']} temperature={r['temperature']} top_p={r['top_p']} eos={r['eos']} "
+                f"(applied: {r['applied']})"
+            )
     emit(args, payload, "\n".join(lines))
     return 0
 

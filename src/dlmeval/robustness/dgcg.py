@@ -81,9 +81,11 @@ class GCGConfig:
 
     @property
     def key(self) -> str:
+        """Every setting that changes a result (``eval_batch_size`` only changes how candidates are batched)."""
         return (
             f"gcg[K={self.suffix_length},steps={self.steps},topk={self.top_k},width={self.search_width}"
-            f"{',ascii' if self.ascii_only else ''}]"
+            f"{',ascii' if self.ascii_only else ''}{',retok' if self.retokenize_filter else ''}"
+            f",evals={self.eval_samples}]"
         )
 
     def as_dict(self) -> dict[str, Any]:

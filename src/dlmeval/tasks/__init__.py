@@ -14,6 +14,9 @@ Every task
                                                          the question (its App. H ablation)
     ``task.extract(output, item) / task.is_correct(item, output) / task.gold(item)``
     ``task.chance`` (RDI guard null), ``task.max_new_tokens`` (128, GSM8K 512), ``task.stop``
+    ``task.attack_target(item, chat=)`` (D-GCG's target), ``task.multiple_choice`` / ``task.choice_request(...)``,
+    ``task.options`` / ``task.configured(**options)`` (TriviaQA: ``match = "substring" | "word"``)
+A new task: a ``Task`` subclass in its own module and ``register_task(MyTask())``.
 
 Running (model-agnostic: a model enters as a callable)
     ``chat_formatter(model) -> (user -> prompt)``       the chat template when the model has one, else identity
@@ -68,6 +71,19 @@ _ALIASES = {
 }
 
 
+def register_task(task: Task, *aliases: str) -> Task:
+    """Make ``task`` (an instance of a :class:`Task` subclass) available by its ``name`` (and ``aliases``) to
+    :func:`get_task` and so to the protocols' specs; returns it."""
+    if not isinstance(task, Task) or not getattr(task, "name", None):
+        raise TypeError("register_task takes a Task instance with a name")
+    if task.name in TASKS and TASKS[task.name] is not task:
+        raise InputError(f"a task named {task.name!r} is registered already")
+    TASKS[task.name] = task
+    for a in aliases:
+        _ALIASES[a.lower()] = task.name
+    return task
+
+
 def get_task(name: str) -> Task:
     key = _ALIASES.get(name.lower(), name.lower())
     if key not in TASKS:
@@ -106,6 +122,7 @@ __all__ = [
     "extract_gsm8k_answer",
     "fill",
     "get_task",
+    "register_task",
     "normalize_answer",
     "perturb_prompt",
 ]

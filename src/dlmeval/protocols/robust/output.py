@@ -25,6 +25,7 @@ TABLE_ORDER = (
     "ipm",
     "dgcg",
     "probes",
+    "recipe",
     "runs",
 )
 TITLES = {
@@ -42,6 +43,7 @@ TITLES = {
     "ipm": "Input prompt masking (IPM) variants",
     "dgcg": "D-GCG / GCG adversarial suffix probe",
     "probes": "Linear probes: corrupted vs clean tokens from hidden states",
+    "recipe": "Decoding recipe per pair, model and task (the paper's Table 6 as run)",
     "runs": "Store runs",
 }
 

@@ -210,6 +210,7 @@ def all_tables(
     for name, rows in (extras or {}).items():
         if rows:
             tables[name] = pd.DataFrame(rows)
+    tables["recipe"] = recipe_table(spec)
     from dlmeval.protocols.robust.output import TABLE_ORDER
 
     return {k: tables[k] for k in [*TABLE_ORDER, *tables] if k in tables}
@@ -266,3 +267,32 @@ def calibration_tables(df: pd.DataFrame, spec: RobustSpec) -> tuple[pd.DataFrame
                     row = calibration(conf, gs["correct"].astype(bool).tolist(), n_bins=nb)
                     abl.append({**base, "split": split, "basis": basis, "aggregation": agg, **row.as_dict()})
     return pd.DataFrame(cal), pd.DataFrame(abl), pd.DataFrame(rel)
+
+
+def recipe_table(spec: RobustSpec) -> pd.DataFrame:
+    """The decoding recipe each model of each pair runs per task (the paper's Table 6 as this spec runs it): a
+    pure function of the spec. ``applied`` says whether the sampler expresses every setting (top-p, EOS ranked
+    last); where it does not, the run warns and its records are keyed as made without it."""
+    from dlmeval.protocols.robust.keys import applied_sampler_fields
+
+    can = applied_sampler_fields()
+    rows = []
+    for p in spec.pairs:
+        s = spec.sampler_for(p)
+        for t in spec.tasks:
+            gen, steps = t.budget(s.steps)
+            missing = [k for k, need in (("top_p", s.top_p < 1.0), ("eos_rank_last", s.eos_mode == "rank_last"))
+                       if need and not can[k]]  # fmt: skip
+            rows.append({
+                "pair": p.name, "role": "dlm", "model": p.dlm, "task": t.name, "max_new_tokens": gen,
+                "steps": steps, "block_length": s.block_length or gen, "strategy": s.strategy,
+                "temperature": s.temperature, "top_p": s.top_p, "position_temperature": s.position_temperature,
+                "eos": s.eos_mode, "applied": "yes" if not missing else "no: " + ", ".join(missing),
+            })  # fmt: skip
+            rows.append({
+                "pair": p.name, "role": "ar", "model": p.ar, "task": t.name, "max_new_tokens": t.ar_tokens,
+                "steps": None, "block_length": None, "strategy": "greedy" if spec.ar.temperature == 0 else "sample",
+                "temperature": spec.ar.temperature, "top_p": spec.ar.top_p, "position_temperature": None,
+                "eos": "stop", "applied": "yes",
+            })  # fmt: skip
+    return pd.DataFrame(rows)
