@@ -46,7 +46,7 @@ def _sharpened(kind, seed):
     m = tiny_model(kind, seed=seed)
     m.module.double()
     with torch.no_grad():
-        m.module.lm_head.weight.mul_(30.0)
+        m.module.get_output_embeddings().weight.mul_(30.0)
     return m
 
 

@@ -133,10 +133,54 @@ class _TokenizerMixin:
     device: torch.device
     max_length: int
 
+    #: add the tokenizer's BOS when encoding with special tokens if the tokenizer does not (Dream: its first text
+    #: token is then scored from a real preceding position)
+    prepend_bos: bool = False
+
+    def _bos(self) -> int | None:
+        b = getattr(self, "bos_token_id", None)
+        return b if b is not None else getattr(self.tokenizer, "bos_token_id", None)
+
+    def _bos_fixed(self, ids: list[int], add_special_tokens: bool) -> tuple[list[int], int]:
+        """``(ids, change)``: one of two leading BOS dropped (a chat template that starts with BOS, encoded by a
+        tokenizer that adds one; change -1) or BOS prepended (``prepend_bos``; change +1)."""
+        bos = self._bos()
+        if not add_special_tokens or bos is None:
+            return ids, 0
+        if len(ids) >= 2 and ids[0] == bos and ids[1] == bos:
+            return ids[1:], -1
+        if self.prepend_bos and (not ids or ids[0] != bos):
+            return [int(bos), *ids], 1
+        return ids, 0
+
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
         if not isinstance(text, str):
             raise InputError(f"expected a string, got {type(text).__name__}")
-        return list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
+        ids = [int(t) for t in self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]]
+        return self._bos_fixed(ids, add_special_tokens)[0]
+
+    def encode_with_offsets(
+        self, text: str, *, add_special_tokens: bool = True
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The ids of :meth:`encode` and each token's ``(start, end)`` character span in ``text`` (``(0, 0)`` for
+        special tokens): the tokenizer's offsets when it is fast, incremental decoding otherwise."""
+        if not isinstance(text, str):
+            raise InputError(f"expected a string, got {type(text).__name__}")
+        if getattr(self.tokenizer, "is_fast", False):
+            enc = self.tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+            ids = [int(t) for t in enc["input_ids"]]
+            offs = [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+        else:
+            from dlmeval.models.tokens import char_spans
+
+            ids = [int(t) for t in self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]]
+            offs = char_spans(self.tokenizer, text, ids)
+        fixed, change = self._bos_fixed(ids, add_special_tokens)
+        if change < 0:
+            offs = offs[1:]
+        elif change > 0:
+            offs = [(0, 0), *offs]
+        return fixed, offs
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
@@ -169,10 +213,8 @@ class _TokenizerMixin:
         return ids.to(self.device), attn.to(self.device)
 
     def offset(self, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Index of each row's first real token (non-zero only with left padding)."""
-        if self.padding_side == "left":
-            return attention_mask.shape[1] - attention_mask.sum(dim=1)
-        return torch.zeros(attention_mask.shape[0], dtype=torch.long, device=attention_mask.device)
+        """Index of each row's first real token, read from the mask (so right and left padding both work)."""
+        return attention_mask.long().argmax(dim=1)
 
 
 def position_pairs(
@@ -264,6 +306,30 @@ class DiffusionLM(_TokenizerMixin):
         self.nfe = 0
         self.rows_forwarded = 0
         self._sha: str | None = None
+        #: what the loader had to guess (fallback constants, disagreeing files); ``dlmeval check-model`` shows them
+        self.load_warnings: list[str] = []
+        self._pad_vocab: torch.Tensor | None | bool = False  # False: not computed yet
+
+    # ------------------------------------------------------------------ vocabulary padding
+    def _padded_vocab(self, width: int) -> torch.Tensor | None:
+        """Bool ``[V]`` of the output ids past the tokenizer (released checkpoints pad their vocabulary: LLaDA
+        126,464 rows for a 126,349-token tokenizer), or None when there are none. Their logits are set to the
+        float32 minimum, so nothing samples, ranks or normalises over an id the tokenizer cannot decode."""
+        if self._pad_vocab is False or (
+            isinstance(self._pad_vocab, torch.Tensor) and self._pad_vocab.shape[0] != width
+        ):
+            try:
+                n = len(self.tokenizer)
+            except TypeError:
+                n = width
+            self._pad_vocab = (torch.arange(width, device=self.device) >= n) if n < width else None
+        return self._pad_vocab if isinstance(self._pad_vocab, torch.Tensor) else None
+
+    def _vocab_masked(self, z: torch.Tensor) -> torch.Tensor:
+        pad = self._padded_vocab(z.shape[-1])
+        if pad is None:
+            return z
+        return z.masked_fill(pad.to(z.device), torch.finfo(z.dtype).min)
 
     # ------------------------------------------------------------------ adapter hooks
     def _run(
@@ -332,7 +398,7 @@ class DiffusionLM(_TokenizerMixin):
             return position
         first = torch.zeros_like(position)
         if attention_mask is not None and attention_mask.dim() == 2:
-            first = self.offset(attention_mask)[batch_index]
+            first = self.offset(attention_mask)[batch_index]  # from the mask: either padding side
         return torch.where(position <= first, position, position - self.logit_shift)
 
     def _aligned(self, t: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -358,7 +424,9 @@ class DiffusionLM(_TokenizerMixin):
         out = self._run(input_ids, attention_mask, inputs_embeds, output_hidden_states)
         self._count(b)
         logits = out.logits if out.logits is not None else self._head(out.last_hidden)
-        return ForwardOut(self._aligned(logits.float(), attention_mask), out.hidden_states)
+        return ForwardOut(
+            self._vocab_masked(self._aligned(logits.float(), attention_mask)), out.hidden_states
+        )
 
     @torch.no_grad()
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -382,8 +450,8 @@ class DiffusionLM(_TokenizerMixin):
         self._count(b)
         src = self._source_positions(bi, pi, attention_mask)
         if out.logits is not None:
-            return out.logits[bi, src].float()
-        return self._head(out.last_hidden[bi, src]).float()
+            return self._vocab_masked(out.logits[bi, src].float())
+        return self._vocab_masked(self._head(out.last_hidden[bi, src]).float())
 
     @torch.no_grad()
     def hidden_states(
@@ -445,7 +513,7 @@ class DiffusionLM(_TokenizerMixin):
                 z = out.logits[bi[sl], src[sl]].float()
             else:
                 z = self._head(out.last_hidden[bi[sl], src[sl]]).float()
-            logp = torch.log_softmax(z, dim=-1)
+            logp = torch.log_softmax(self._vocab_masked(z), dim=-1)
             m = logp.max(dim=-1).values
             mx.append(m)
             lp.append(logp.gather(1, tgt[sl].unsqueeze(1)).squeeze(1) if tgt is not None else m)

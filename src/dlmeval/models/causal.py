@@ -596,6 +596,30 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _stamp_pt_format(path: Path) -> None:
+    """Make a cached safetensors file loadable by the pinned transformers 4.x: it refuses a file without
+    ``{"format": "pt"}`` metadata, and it re-ties shared weights from the *input* embedding, while
+    ``safetensors.torch.save_model`` may have kept only the output name of a tied pair (SmolLM2 ties
+    ``lm_head.weight`` to ``model.embed_tokens.weight``): the kept tensor is stored under the name it aliases.
+    Tensors are unchanged; a file that needs nothing is left alone."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(path), "pt") as f:
+        md = dict(f.metadata() or {})
+        keys = set(f.keys())
+    aliases = {k: v for k, v in md.items() if k != "format" and k not in keys and v in keys}
+    if md.get("format") == "pt" and not aliases:
+        return
+    tensors = load_file(str(path))
+    for name, kept in aliases.items():
+        tensors[name] = tensors.pop(kept)
+        md.pop(name)
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata={**md, "format": "pt"})
+    tmp.replace(path)
+
+
 def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCausalLM:
     """SmolLM2-135M-Instruct: GGUF dequantized once to float32 safetensors in the cache, then loaded from there."""
     from safetensors.torch import save_model
@@ -616,7 +640,8 @@ def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCau
         tmp = d.with_name(d.name + ".tmp")
         tmp.mkdir(parents=True, exist_ok=True)
         module.config.to_json_file(str(tmp / "config.json"))
-        save_model(module, str(tmp / "model.safetensors"))
+        save_model(module, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        _stamp_pt_format(tmp / "model.safetensors")
         tok.save_pretrained(str(tmp))
         sha = state_dict_sha256(module)
         (tmp / "dlmeval-source.json").write_text(
@@ -628,6 +653,7 @@ def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCau
             shutil.rmtree(d)
         tmp.rename(d)
     meta = json.loads(meta_f.read_text())
+    _stamp_pt_format(d / "model.safetensors")
     tok = AutoTokenizer.from_pretrained(str(d))
     module = AutoModelForCausalLM.from_pretrained(str(d), dtype=dt).to(dev).eval()
     return HFCausalLM(

@@ -1,8 +1,15 @@
 """The LLaDA family: bidirectional Llama-style diffusion LMs (GSAI-ML/LLaDA-8B-Base / -Instruct).
 
-Quirks kept here: the mask id (126336 in the released tokenizer; read from the tokenizer/config when present, and
-overridable), EOS 126081 and EoT 126348, left padding, the remote-code forward that takes ``input_embeddings``
-instead of ``inputs_embeds``, and loading with ``trust_remote_code`` only when the user asks for it.
+Quirks kept here (docs/models.md lists where each is tested):
+
+* the remote code: ``LLaDAModelLM.forward`` takes ``inputs_embeds`` (its inner model calls the same tensor
+  ``input_embeddings``) and no other keyword; loaded with ``trust_remote_code`` only when the user asks;
+* the mask id: the released tokenizer gives ``<|mdm_mask|>`` (126336) no mask role, so it comes from the config
+  (``mask_token_id``), then the tokenizer, then the constant below with a warning;
+* EOS ``<|endoftext|>`` (126081) from the tokenizer / generation config and EoT ``<|eot_id|>`` (126348) from the
+  chat template; the constants only as a warned fallback;
+* left padding with EOS as the pad id; a vocabulary padded past the tokenizer (masked in the base class);
+* the Instruct chat template starts with BOS and the tokenizer adds one: the base class keeps one.
 """
 
 from __future__ import annotations
@@ -20,27 +27,27 @@ LLADA_EOT_ID = 126348
 class LLaDALM(DiffusionLM):
     family = "llada"
 
-    def __init__(self, module, tokenizer, *, embeds_kwarg: str = "input_embeddings", **kw):
+    def __init__(self, module, tokenizer, **kw):
         kw.setdefault("padding_side", "left")
         super().__init__(module, tokenizer, **kw)
-        self._embeds_kwarg = embeds_kwarg
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
         kw = {"attention_mask": attention_mask, "output_hidden_states": output_hidden_states}
         if inputs_embeds is not None:
-            kw[self._embeds_kwarg] = inputs_embeds
+            kw["inputs_embeds"] = inputs_embeds
         else:
             kw["input_ids"] = input_ids
         out = self.module(**kw)
         return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
 
 
-def _token_id(tokenizer, config, names, default):
-    for n in names:
-        v = getattr(config, n, None)
-        if isinstance(v, int):
-            return v
-    return default
+def _generation_config(path: str, kw: dict):
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError):
+        return None
 
 
 def load_llada(
@@ -55,6 +62,8 @@ def load_llada(
     name: str | None = None,
 ) -> LLaDALM:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from dlmeval.models.tokens import special_ids_from_files
 
     local = Path(path).exists()
     if not local and not allow_download:
@@ -78,9 +87,18 @@ def load_llada(
     tok = AutoTokenizer.from_pretrained(path, **kw)
     tok.padding_side = "left"
     module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
-    mid = mask_token_id or _token_id(tok, cfg, ("mask_token_id",), LLADA_MASK_ID)
-    eos = eos_token_ids or (_token_id(tok, cfg, ("eos_token_id",), LLADA_EOS_ID), LLADA_EOT_ID)
-    return LLaDALM(
+    mid, eos, notes = special_ids_from_files(
+        tok,
+        cfg,
+        _generation_config(path, {"local_files_only": not allow_download}),
+        family="llada",
+        mask_override=mask_token_id,
+        eos_override=eos_token_ids,
+        default_mask=LLADA_MASK_ID,
+        default_eos=(LLADA_EOS_ID, LLADA_EOT_ID),
+    )
+    pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
+    m = LLaDALM(
         module,
         tok,
         name=name or Path(path).name,
@@ -91,6 +109,8 @@ def load_llada(
         dtype=dt,
         eos_token_ids=eos,
         bos_token_id=tok.bos_token_id,
-        pad_token_id=LLADA_EOS_ID,
+        pad_token_id=pad if pad is not None else eos[0],
         chat_template=bool(getattr(tok, "chat_template", None)),
     )
+    m.load_warnings = notes
+    return m

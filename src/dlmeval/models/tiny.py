@@ -1,18 +1,18 @@
 """Tiny random stand-ins built from configs in code, so that tests of real behaviour run in seconds.
 
 * ``tiny-bert``: a 2-layer BERT masked LM (``hf-mlm`` adapter)
-* ``tiny-llada``: a LLaDA-like bidirectional Llama with a mask token and a remote-code-style forward (``llada``)
-* ``tiny-dream``: a Dream-like bidirectional Llama whose raw output at i-1 predicts token i (``dream`` adapter)
+* ``tiny-llada``, ``tiny-dream``: the family stand-ins of :mod:`dlmeval.models.standins`: checkpoint directories
+  with ``auto_map`` and dlmeval's own model code, loaded through ``AutoModel`` + ``trust_remote_code`` by the
+  family loaders exactly as a real LLaDA / Dream checkpoint is
 * ``tiny-causal``: a 2-layer Llama causal LM (``CausalLM``)
 
-All share a word-level tokenizer over :data:`TINY_WORDS` (lower-case words split on whitespace and punctuation;
-unknown words map to ``[UNK]``). Weights are a pure function of the seed.
+``tiny-bert`` and ``tiny-causal`` share a word-level tokenizer over :data:`TINY_WORDS` (lower-case words split on
+whitespace and punctuation; unknown words map to ``[UNK]``). Weights are a pure function of the seed.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from dlmeval.models.base import resolve_device
 
@@ -82,70 +82,9 @@ def _llama_config(seed_vocab: int, layers: int = 2, hidden: int = 32):
     )
 
 
-class TinyBidirectionalLM(nn.Module):
-    """A Llama trunk with full (bidirectional) attention and an LM head.
-
-    ``api="llada"`` mimics LLaDA's remote-code forward (``input_embeddings=`` keyword, 2D mask);
-    ``api="dream"`` mimics Dream's (``inputs_embeds=``, 4D mask and ``position_ids`` passed by the caller).
-    """
-
-    def __init__(self, config, api: str = "llada"):
-        super().__init__()
-        from transformers import LlamaModel
-
-        self.config = config
-        self.api = api
-        self.model = LlamaModel(config)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-
-    def get_input_embeddings(self):
-        return self.model.embed_tokens
-
-    def forward(
-        self,
-        input_ids=None,
-        attention_mask=None,
-        input_embeddings=None,
-        inputs_embeds=None,
-        position_ids=None,
-        output_hidden_states=False,
-        **_,
-    ):
-        emb = input_embeddings if input_embeddings is not None else inputs_embeds
-        x = input_ids if input_ids is not None else emb
-        b, n = x.shape[0], x.shape[1]
-        if attention_mask is None:
-            attention_mask = torch.ones(b, n, dtype=torch.long, device=x.device)
-        if attention_mask.dim() == 2:
-            am = attention_mask.bool()
-            mask4 = (am[:, None, :, None] & am[:, None, None, :]) | torch.eye(
-                n, dtype=torch.bool, device=x.device
-            )
-            if position_ids is None:
-                position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        else:
-            mask4 = attention_mask
-        out = self.model(
-            input_ids=input_ids if emb is None else None,
-            inputs_embeds=emb,
-            attention_mask=mask4,
-            position_ids=position_ids,
-            output_hidden_states=output_hidden_states,
-        )
-        logits = self.lm_head(out.last_hidden_state)
-        return _Out(logits, out.hidden_states if output_hidden_states else None)
-
-
-class _Out:
-    def __init__(self, logits, hidden_states):
-        self.logits = logits
-        self.hidden_states = hidden_states
-
-
 def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: int = 2, hidden: int = 32):
     """Build a tiny stand-in: ``bert``, ``llada``, ``dream`` (DiffusionLM) or ``causal`` (CausalLM)."""
     dev = resolve_device(device)
-    torch.manual_seed(seed)
     v = tiny_vocab_size()
     name = f"tiny-{kind}"
     if kind == "bert":
@@ -164,7 +103,9 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
             attention_probs_dropout_prob=0.0,
             pad_token_id=0,
         )
-        m = BertForMaskedLM(cfg).to(dev).eval()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            m = BertForMaskedLM(cfg).to(dev).eval()
         return HFMaskedLM(
             m,
             tiny_tokenizer("bert"),
@@ -175,32 +116,17 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
             dtype=torch.float32,
         )
     if kind in ("llada", "dream"):
-        m = TinyBidirectionalLM(_llama_config(v, layers, hidden), api=kind).to(dev).eval()
-        tok = tiny_tokenizer("llama")
-        kw = dict(
-            name=name,
-            source=f"tiny:{kind}:seed={seed}",
-            mask_token_id=tok.mask_token_id,
-            max_length=128,
-            device=dev,
-            dtype=torch.float32,
-            eos_token_ids=[tok.eos_token_id],
-            bos_token_id=tok.bos_token_id,
-            pad_token_id=tok.pad_token_id,
-        )
-        if kind == "llada":
-            from dlmeval.models.llada import LLaDALM
+        from dlmeval.models.standins import load_standin
 
-            return LLaDALM(m, tok, **kw)
-        from dlmeval.models.dream import DreamLM
-
-        return DreamLM(m, tok, **kw)
+        return load_standin(kind, seed=seed, device=str(dev), layers=layers, hidden=hidden)
     if kind == "causal":
         from transformers import LlamaForCausalLM
 
         from dlmeval.models.causal import HFCausalLM
 
-        m = LlamaForCausalLM(_llama_config(v, layers, hidden)).to(dev).eval()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            m = LlamaForCausalLM(_llama_config(v, layers, hidden)).to(dev).eval()
         tok = tiny_tokenizer("llama")
         return HFCausalLM(
             m,

@@ -225,8 +225,10 @@ def _default_lora_targets(module) -> list[str]:
 def param_groups(model: DiffusionLM, cfg: TrainConfig) -> list[dict]:
     emb = model.input_embeddings().weight
     head_ids = set()
-    for attr in ("cls", "lm_head", "head"):
-        m = getattr(model.module, attr, None)
+    heads = [getattr(model.module, attr, None) for attr in ("cls", "lm_head", "head")]
+    out_emb = getattr(model.module, "get_output_embeddings", None)
+    heads.append(out_emb() if callable(out_emb) else None)  # LLaDA's head is transformer.ff_out
+    for m in heads:
         if m is not None:
             head_ids |= {id(p) for p in m.parameters()}
     groups = {"embeddings": [], "head": [], "encoder": [], "no_decay": []}

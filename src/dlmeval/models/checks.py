@@ -1,0 +1,314 @@
+"""A one-minute self-test of a loaded diffusion LM (``dlmeval check-model``).
+
+Each check returns a :class:`Check` row (name, passed, the number it measured, the threshold, a detail line):
+
+=================  ==================================================================================================
+``mask id``        the mask id is a special token of the tokenizer, not EOS / pad, and agrees with the tokenizer's
+                   mask role where it has one; the loader found no disagreement between the files
+``eos ids``        every EOS / EoT id is a special token of the tokenizer; the chat template's end-of-turn is in it
+``pad id``         the pad id lies inside the tokenizer and is not the mask id
+``alignment``      masked-token recovery: mean log-prob of the true token at masked positions read at the
+                   adapter's alignment vs one position left / right of it; on the probe set with the clearest
+                   difference the adapter's must win by a margin (a wrong logit shift fails here)
+``vocab padding``  ids past the tokenizer get no probability mass (their logits are the float32 minimum)
+``batch``          a row's logits alone and inside a padded batch agree
+``padding``        left padding, right padding and extra padding give the same logits for the real tokens
+``gradient``       ``forward(inputs_embeds=)`` equals ``forward(input_ids)``, and a loss reaches the embeddings
+                   with finite, non-zero gradients (D-GCG's and ``score_positions(grad=True)``'s path)
+``sampler``        where the checkpoint ships its own sampler (Dream's ``diffusion_generate``): dlmeval's sampler
+                   and it produce the same tokens at temperature 0 (one step, where both schedules agree)
+=================  ==================================================================================================
+
+Nothing here knows a family: it reads the :class:`~dlmeval.models.base.DiffusionLM` interface and, for the
+sampler row, whether the module has a ``diffusion_generate`` method.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+#: natural sentences (real checkpoints) and a successor run of the stand-ins' training words
+PROBES_TEXT = [
+    "The capital of France is Paris, and the capital of England is London.",
+    "She opened the door, looked outside, and saw that it was raining again.",
+    "One, two, three, four, five, six, seven, eight, nine, ten.",
+]
+PROBES_RUN = [
+    "the a an of to in on at for with by from and or but",
+    "he she they we you i his her their our cat dog man woman child",
+    "big small good bad old new red blue green happy sad fast slow runs ran",
+]
+ALIGN_MARGIN = 0.25  # nats
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool | None  # None: not applicable (skipped)
+    value: float | None
+    threshold: str
+    detail: str
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return "skip" if self.passed is None else ("pass" if self.passed else "FAIL")
+
+
+def _tol(model) -> float:
+    return 1e-4 if model.dtype == torch.float32 else 5e-2
+
+
+def _special_set(tok) -> set[int]:
+    ids = {int(t) for t in getattr(tok, "all_special_ids", ())}
+    for i, t in (getattr(tok, "added_tokens_decoder", {}) or {}).items():
+        if getattr(t, "special", False):
+            ids.add(int(i))
+    return ids
+
+
+def check_mask(model) -> Check:
+    tok = model.tokenizer
+    n, mid = len(tok), model.mask_token_id
+    problems = []
+    if not 0 <= mid < n:
+        problems.append(f"{mid} is outside the tokenizer's {n} tokens")
+    elif mid not in _special_set(tok):
+        problems.append(f"{mid} is {tok.convert_ids_to_tokens(mid)!r}, not a special token")
+    tm = getattr(tok, "mask_token_id", None)
+    if tm is not None and tm != mid:
+        problems.append(f"the tokenizer's mask token is {tm}")
+    if mid in model.eos_token_ids or mid == model.pad_token_id:
+        problems.append("it is also an EOS / pad id")
+    problems += [w for w in model.load_warnings if "mask id" in w]
+    name = tok.convert_ids_to_tokens(mid) if 0 <= mid < n else "?"
+    return Check(
+        "mask id", not problems, float(mid), "special, agrees", "; ".join(problems) or f"{mid} = {name!r}"
+    )
+
+
+def check_eos(model) -> Check:
+    from dlmeval.models.tokens import end_of_turn_ids
+
+    tok = model.tokenizer
+    special, n = _special_set(tok), len(tok)
+    eos = list(model.eos_token_ids)
+    problems = [f"{t} is not a special token" for t in eos if not (0 <= t < n and t in special)]
+    if not eos:
+        problems.append("no EOS id")
+    missing = [t for t in end_of_turn_ids(tok) if t not in eos]
+    if missing:
+        problems.append(f"the chat template ends a turn with {missing}, not in the EOS set")
+    problems += [w for w in model.load_warnings if "EOS" in w]
+    names = ", ".join(f"{t}={tok.convert_ids_to_tokens(t)!r}" for t in eos if 0 <= t < n)
+    return Check(
+        "eos ids", not problems, float(len(eos)), "special, EoT included", "; ".join(problems) or names
+    )
+
+
+def check_pad(model) -> Check:
+    n, pid = len(model.tokenizer), model.pad_token_id
+    ok = 0 <= pid < n and pid != model.mask_token_id
+    return Check(
+        "pad id", ok, float(pid), "in tokenizer, not mask", f"{pid}, padding side {model.padding_side}"
+    )
+
+
+def _masked_batch(model, texts, rate: float, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    seqs = [model.encode(t) for t in texts]
+    ids, attn = model.pad(seqs)
+    special = _special_set(model.tokenizer)
+    real = attn.bool().clone()
+    for t in special:
+        real &= ids != t
+    pick = (torch.rand(ids.shape, generator=g) < rate).to(ids.device) & real
+    first = model.offset(attn)
+    for b in range(ids.shape[0]):  # at least one masked position per row, never the first real token
+        pick[b, first[b]] = False
+        if not pick[b].any():
+            cand = real[b].nonzero().flatten()
+            cand = cand[cand > first[b]]
+            if len(cand):
+                pick[b, cand[len(cand) // 2]] = True
+    x = ids.masked_fill(pick, model.mask_token_id)
+    return ids, x, attn, pick
+
+
+def check_alignment(model, seed: int = 0) -> Check:
+    """Mean log p(true token) at masked positions, read at the adapter's alignment and shifted by -1 / +1."""
+    rows, margins = [], []
+    for name, texts in (("text", PROBES_TEXT), ("run", PROBES_RUN)):
+        vals = {-1: [], 0: [], 1: []}
+        for rep in range(3):
+            ids, x, attn, pick = _masked_batch(model, texts, 0.15, seed + rep)
+            logp = torch.log_softmax(model.logits(x, attn), dim=-1)
+            bi, pi = pick.nonzero(as_tuple=True)
+            for d in (-1, 0, 1):
+                src = (pi + d).clamp(0, x.shape[1] - 1)
+                vals[d].append(logp[bi, src, ids[bi, pi]])
+        m = {d: float(torch.cat(v).mean()) for d, v in vals.items()}
+        margins.append(m[0] - max(m[-1], m[1]))
+        rows.append(f"{name}: at i {m[0]:.2f}, i-1 {m[-1]:.2f}, i+1 {m[1]:.2f}")
+    decisive = max(
+        margins, key=abs
+    )  # the probe set the model reads best decides (the other may be noise to it)
+    ok = decisive >= ALIGN_MARGIN
+    return Check("alignment", ok, decisive, f"margin >= {ALIGN_MARGIN} nats", "; ".join(rows))
+
+
+def check_vocab_padding(model) -> Check:
+    n = len(model.tokenizer)
+    ids, attn = model.pad([model.encode(PROBES_TEXT[0])])
+    z = model.logits(
+        ids.masked_fill(
+            attn.bool() & (torch.arange(ids.shape[1]) % 3 == 1).to(ids.device), model.mask_token_id
+        ),
+        attn,
+    )
+    v = z.shape[-1]
+    if v <= n:
+        return Check(
+            "vocab padding", True, 0.0, "no mass past the tokenizer", f"output {v} = tokenizer {n} ids"
+        )
+    mass = float(torch.softmax(z, -1)[..., n:].sum(-1).max())
+    return Check(
+        "vocab padding",
+        mass == 0.0,
+        mass,
+        "mass 0",
+        f"output {v} ids for a {n}-token tokenizer: {v - n} masked",
+    )
+
+
+def check_batch(model) -> Check:
+    texts = PROBES_TEXT + PROBES_RUN[:1]
+    seqs = [model.encode(t) for t in texts]
+    ids, attn = model.pad(seqs)
+    batched = model.logits(ids, attn)
+    worst = 0.0
+    for i, s in enumerate(seqs):
+        a_ids, a_attn = model.pad([s])
+        alone = model.logits(a_ids, a_attn)[0]
+        real = attn[i].bool()
+        worst = max(worst, float((batched[i][real] - alone[a_attn[0].bool()]).abs().max()))
+    tol = _tol(model)
+    return Check(
+        "batch", worst <= tol, worst, f"max |diff| <= {tol:g}", f"{len(texts)} rows, alone vs batched"
+    )
+
+
+def check_padding(model) -> Check:
+    seqs = [model.encode(t) for t in PROBES_TEXT[:2]]
+    ref = None
+    worst = 0.0
+    for side in ("left", "right"):
+        for extra in (0, 7):
+            width = max(len(s) for s in seqs) + extra
+            ids, attn = model.pad(seqs, length=width, side=side)
+            z = model.logits(ids, attn)
+            got = [z[i][attn[i].bool()] for i in range(len(seqs))]
+            if ref is None:
+                ref = got
+            else:
+                worst = max(worst, max(float((a - b).abs().max()) for a, b in zip(ref, got)))
+    tol = _tol(model)
+    return Check("padding", worst <= tol, worst, f"max |diff| <= {tol:g}", "left / right, +0 / +7 pad tokens")
+
+
+def check_gradient(model) -> Check:
+    ids, attn = model.pad([model.encode(t) for t in PROBES_TEXT[:2]])
+    emb = model.input_embeddings()
+    e = emb(ids).detach().requires_grad_(True)
+    with torch.no_grad():
+        plain = model.logits(ids, attn)
+    try:
+        out = model.forward(None, attn, inputs_embeds=e).logits
+        pos = attn.bool().clone()
+        pos[:, : ids.shape[1] // 2] = False
+        sc = model.score_positions(None, attn, pos, ids, inputs_embeds=e, grad=True)
+        (sc.logprob.sum() + out[attn.bool()].logsumexp(-1).sum()).backward()
+    except TypeError as err:  # the module refused the embeddings keyword
+        return Check("gradient", False, None, "finite, non-zero", f"forward(inputs_embeds=) failed: {err}")
+    diff = float((out.detach() - plain).abs().max())
+    gnorm = float(e.grad.norm()) if e.grad is not None else 0.0
+    ok = diff <= _tol(model) and math.isfinite(gnorm) and gnorm > 0
+    return Check(
+        "gradient", ok, gnorm, f"embeds == ids (<= {_tol(model):g}), grad > 0", f"|embeds - ids| {diff:.2e}"
+    )
+
+
+def check_sampler(model, length: int = 8) -> Check:
+    gen = getattr(model.module, "diffusion_generate", None)
+    if not callable(gen):
+        return Check("sampler", None, None, "same tokens", "the checkpoint ships no sampler of its own")
+    from dlmeval.sampling import RemaskingSampler, SamplerConfig
+
+    prompts = [model.encode(PROBES_RUN[0]), model.encode(PROBES_TEXT[2])]
+    ids, attn = model.pad(prompts)
+    rows = []
+    same = total = 0
+    for alg, strategy in (("maskgit_plus", "maskgit"), ("entropy", "entropy")):
+        with torch.no_grad():
+            theirs = gen(
+                ids,
+                attention_mask=attn,
+                max_new_tokens=length,
+                steps=1,
+                alg=alg,
+                temperature=0.0,
+                output_history=False,
+            )
+        theirs = getattr(theirs, "sequences", theirs)[:, ids.shape[1] :].cpu()
+        cfg = SamplerConfig(
+            length=length, steps=1, block_length=length, strategy=strategy, temperature=0.0, stop_at_eos=False
+        )
+        res = RemaskingSampler(model, cfg).sample(prompts, item_ids=[f"p{i}" for i in range(len(prompts))])
+        ours = torch.as_tensor(res.tokens)[:, :length].cpu()
+        eq = int((ours == theirs).sum())
+        same, total = same + eq, total + ours.numel()
+        rows.append(f"{alg}: {eq}/{ours.numel()}")
+    return Check(
+        "sampler",
+        same == total,
+        same / max(total, 1),
+        "1.0 (token for token)",
+        "; ".join(rows) + f" tokens equal vs diffusion_generate (temperature 0, 1 step, {length} tokens)",
+    )
+
+
+CHECKS = (
+    check_mask,
+    check_eos,
+    check_pad,
+    check_alignment,
+    check_vocab_padding,
+    check_batch,
+    check_padding,
+    check_gradient,
+    check_sampler,
+)
+
+
+def run_checks(model, *, seed: int = 0) -> list[Check]:
+    """Every check on ``model``; an exception inside one check becomes its failed row."""
+    out = []
+    for fn in CHECKS:
+        t = time.perf_counter()
+        try:
+            c = fn(model, seed=seed) if fn is check_alignment else fn(model)
+        except Exception as err:  # a check that crashes is a failed check, with the reason
+            name = fn.__name__.removeprefix("check_").replace("_", " ")
+            c = Check(name, False, None, "", f"{type(err).__name__}: {err}")
+        c.seconds = time.perf_counter() - t
+        out.append(c)
+    return out
+
+
+def as_records(checks: list[Check]) -> list[dict[str, Any]]:
+    return [{**asdict(c), "status": c.status} for c in checks]
