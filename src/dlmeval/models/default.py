@@ -99,7 +99,9 @@ def save_default(
         for k, v in module.state_dict().items()
         if k != "cls.predictions.decoder.weight" and "position_ids" not in k
     }
-    save_file(sd, str(directory / "model.safetensors"), metadata={k: str(v) for k, v in (meta or {}).items()})
+    # "format": "pt" is what transformers 4.x checks in a safetensors header before it loads the file
+    metadata = {"format": "pt", **{k: str(v) for k, v in (meta or {}).items()}}
+    save_file(sd, str(directory / "model.safetensors"), metadata=metadata)
     for f in TOKENIZER_FILES:
         (directory / f).write_bytes((minilm_dir() / f).read_bytes())
     return directory
@@ -114,9 +116,17 @@ def load_default_module(directory: Path = ASSET_DIR):
             f"the default diffusion model's weights are not at {weights}. They ship with dlmeval; in a source "
             "checkout, train them with `make train-default` (see MODEL.md) or use a tiny model (`tiny-bert`)."
         )
-    # from_pretrained skips the random initialisation that a plain constructor does (4x faster to load)
+    # from_pretrained skips the random initialisation that a plain constructor does (4x faster to load); the
+    # state dict is read here because the shipped file's header has no "format": "pt" entry, which
+    # transformers 4.x requires of a file it opens itself
     try:
-        module = BertForMaskedLM.from_pretrained(str(directory), dtype=torch.float32, local_files_only=True)
+        from transformers import BertConfig
+
+        config = BertConfig.from_pretrained(str(directory), local_files_only=True)
+        state = {k: v.float() for k, v in load_file(str(weights)).items()}
+        module = BertForMaskedLM.from_pretrained(
+            None, config=config, state_dict=state, dtype=torch.float32, local_files_only=True
+        )
     except (OSError, ValueError) as e:
         raise ModelNotFoundError(f"{weights} does not load as the default architecture: {e}") from None
     if (
