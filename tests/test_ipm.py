@@ -206,3 +206,17 @@ def test_bad_config_rejected():
         IPMConfig("threshold", tau=0)
     with pytest.raises(InputError, match="infill_steps"):
         IPMConfig(infill_steps=0)
+
+
+def test_tokenize_prompt_on_a_slow_tokenizer_matches_the_fast_one(llada):
+    """tiny-dream's tokenizer is slow (like Dream's): the spans come from incremental decoding, and they equal the
+    fast tokenizer's offsets of the same words."""
+    dream = tiny_model("dream")
+    assert not dream.tokenizer.is_fast
+    with pytest.raises((NotImplementedError, ValueError, TypeError)):
+        dream.tokenizer(TEXT, return_offsets_mapping=True)["offset_mapping"]
+    for text in (TEXT, "The Capiral city, big!", "the capiral city"):
+        slow, fast = tokenize_prompt(dream, text), tokenize_prompt(llada, text)
+        assert slow.offsets[0] == (0, 0) and slow.ids[0] == dream.bos_token_id  # BOS prepended by the adapter
+        assert slow.offsets == fast.offsets
+        assert slow.surface == fast.surface and slow.eligible.tolist() == fast.eligible.tolist()

@@ -197,3 +197,16 @@ def test_record_trajectory_matches_sampler(llada):
     _, tr3 = record_trajectory(sampler, "the dog ran", "a")
     other = trajectory_divergence(tr, tr3)
     assert other.id_divergence > 0 or other.confidence_drop != 0
+
+
+def test_token_labels_on_a_slow_tokenizer_model(llada):
+    """Dream ships a slow tokenizer (no offsets): token_labels takes the model and gets its spans from the models
+    layer; the labels equal those of the fast-tokenizer stand-in."""
+    from dlmeval.models.tiny import tiny_model
+
+    dream = tiny_model("dream")
+    text = "the king and the queen were happy in the big old city"
+    res = Perturbation.of("keyboard", 0.3).perturb(text, seed=0, item_id="x")
+    slow, fast = token_labels(dream, res.text, res.edits), token_labels(llada, res.text, res.edits)
+    assert slow.offsets == fast.offsets and slow.labels.tolist() == fast.labels.tolist()
+    assert slow.labels.max() == 1 and slow.labels[0] == -1

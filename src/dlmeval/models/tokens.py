@@ -174,12 +174,40 @@ def char_spans(tokenizer: Any, text: str, ids: Sequence[int]) -> list[tuple[int,
         cursor = at + len(piece)
     for j in pending:
         spans[j] = (cursor, cursor)
-    for j in unknown:  # the text between the neighbouring resolved spans
-        lo = max([e for s, e in (spans[k] for k in range(j) if spans[k] and spans[k] != (0, 0))] or [0])
-        nxt = [s for s, e in (spans[k] for k in range(j + 1, len(ids)) if spans[k] and spans[k] != (0, 0))]
-        hi = min(nxt) if nxt else len(text)
-        seg = text[lo:hi]
-        s = lo + (len(seg) - len(seg.lstrip()))
-        e = hi - (len(seg) - len(seg.rstrip()))
-        spans[j] = (s, max(s, e))
+    # unknown tokens: runs of them share the text between their resolved neighbours; the tokenizer's own split of
+    # that text places each one when it yields as many pieces as the run has tokens
+    runs: list[list[int]] = []
+    for j in unknown:
+        if runs and all(spans[k] == (0, 0) or k in runs[-1] for k in range(runs[-1][-1] + 1, j)):
+            runs[-1].append(j)
+        else:
+            runs.append([j])
+    for run in runs:
+        before = [spans[k] for k in range(run[0]) if spans[k] and spans[k] != (0, 0)]
+        after = [spans[k] for k in range(run[-1] + 1, len(ids)) if spans[k] and spans[k] != (0, 0)]
+        lo = max([e for _, e in before] or [0])
+        hi = min([a for a, _ in after] or [len(text)])
+        gap = text[lo:hi]
+        try:
+            pieces = [p.strip() for p in tokenizer.tokenize(gap)]
+        except Exception:  # a tokenizer that cannot split the gap alone: the run shares it
+            pieces = []
+        cur = 0
+        placed = len(pieces) == len(run) and all(pieces)
+        found = []
+        for piece in pieces if placed else []:
+            at = gap.lower().find(piece.lower(), cur)
+            if at < 0:
+                placed = False
+                break
+            found.append((lo + at, lo + at + len(piece)))
+            cur = at + len(piece)
+        if placed:
+            for j, sp in zip(run, found):
+                spans[j] = sp
+            continue
+        a = lo + (len(gap) - len(gap.lstrip()))
+        b = hi - (len(gap) - len(gap.rstrip()))
+        for j in run:
+            spans[j] = (a, max(a, b))
     return [sp if sp is not None else (0, 0) for sp in spans]

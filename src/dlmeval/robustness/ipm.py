@@ -163,9 +163,7 @@ def tokenize_prompt(
     least ``min_chars`` characters."""
     if not isinstance(text, str):
         raise InputError(f"IPM prompts are texts, got {type(text).__name__}")
-    enc = model.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
-    ids = [int(t) for t in enc["input_ids"]]
-    offsets = [(int(s), int(e)) for s, e in enc["offset_mapping"]]
+    ids, offsets = model.encode_with_offsets(text)  # the models layer: fast offsets or incremental decoding
     eos = set(getattr(model, "eos_token_ids", ()))
     while ids and ids[-1] in eos:
         ids.pop()

@@ -2,7 +2,7 @@
 
 API
     Token labels
-    ``token_labels(tokenizer, text, edits, shift=0) -> TokenLabels(ids, offsets, labels)``  1 corrupted, 0 clean,
+    ``token_labels(model or tokenizer, text, edits, shift=0) -> TokenLabels(ids, offsets, labels)``  1 corrupted, 0 clean,
         -1 special (ignored); ``edits`` are :class:`~dlmeval.robustness.perturb.Edit` records (or ``(start, end)``
         pairs) in output coordinates, ``shift`` moves them (the user message's offset inside a chat template)
 
@@ -106,13 +106,20 @@ def label_offsets(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int,
     return lab
 
 
-def token_labels(tokenizer: Any, text: str, edits: Sequence[Any], *, shift: int = 0) -> TokenLabels:
-    """Tokenize ``text`` (special tokens added) and label each token corrupted / clean / ignored from ``edits``."""
+def token_labels(encoder: Any, text: str, edits: Sequence[Any], *, shift: int = 0) -> TokenLabels:
+    """Tokenize ``text`` (special tokens added) and label each token corrupted / clean / ignored from ``edits``.
+
+    ``encoder`` is a model (its ``encode_with_offsets``: works without a fast tokenizer) or a fast tokenizer."""
     if not isinstance(text, str):
         raise InputError(f"expected a text, got {type(text).__name__}")
-    enc = tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
-    ids = [int(t) for t in enc["input_ids"]]
-    offsets = [(int(s), int(e)) for s, e in enc["offset_mapping"]]
+    if hasattr(encoder, "encode_with_offsets"):
+        ids, offsets = encoder.encode_with_offsets(text)
+        tokenizer = encoder.tokenizer
+    else:
+        tokenizer = encoder
+        enc = tokenizer(text, add_special_tokens=True, return_offsets_mapping=True)
+        ids = [int(t) for t in enc["input_ids"]]
+        offsets = [(int(s), int(e)) for s, e in enc["offset_mapping"]]
     spans = _spans(edits, shift)
     for a, b in spans:
         if not 0 <= a <= b <= len(text):
@@ -177,7 +184,7 @@ def probe_dataset(
     if len(texts) != len(edits):
         raise InputError(f"{len(edits)} edit lists for {len(texts)} texts")
     shifts = list(shifts) if shifts is not None else [0] * len(texts)
-    tl = [token_labels(model.tokenizer, t, e, shift=s) for t, e, s in zip(texts, edits, shifts)]
+    tl = [token_labels(model, t, e, shift=s) for t, e, s in zip(texts, edits, shifts)]
     for t in tl:
         if len(t.ids) > model.max_length:
             raise InputError(
@@ -555,7 +562,7 @@ def attention_ratio(
     if len(texts) != len(edits):
         raise InputError(f"{len(edits)} edit lists for {len(texts)} texts")
     shifts = list(shifts) if shifts is not None else [0] * len(texts)
-    tl = [token_labels(model.tokenizer, t, e, shift=s) for t, e, s in zip(texts, edits, shifts)]
+    tl = [token_labels(model, t, e, shift=s) for t, e, s in zip(texts, edits, shifts)]
     out: list[AttentionMass | None] = [None] * len(texts)
     with eager_attention(model), torch.no_grad():
         for batch in length_sorted_batches([len(t.ids) for t in tl], batch_size=batch_size):
