@@ -137,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     # everything is checked before the model loads and before the run store is opened (or created): a bad input
     # leaves the store exactly as it was, and a bad --output fails before the work, not after it
     _check_settings(args)
+    store_path = None
+    if not args.no_store:
+        from dlmeval.store.db import check_writable_store
+
+        store_path = check_writable_store(getattr(args, "store", None))
     cfg = resolve_config(args.config)
     cands, file_srcs, ids = read_texts(args.candidates, "candidates", args.text)
     srcs: list[str | None] | None = file_srcs
@@ -151,11 +156,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"--config {cfg} needs --sources (a file, or a text with --text), or use --config marginal"
         )
-    store_path = None
-    if not args.no_store:
-        from dlmeval.store.db import check_writable_store
-
-        store_path = check_writable_store(getattr(args, "store", None))
     k, t = (5, 5) if args.fast else (20, 10)
     model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
     scorer = DiffScorer(

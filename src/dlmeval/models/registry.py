@@ -102,6 +102,9 @@ REGISTRY: dict[str, ModelEntry] = {
 }
 
 
+_TINY = tuple(k for k in REGISTRY if k.startswith("tiny-"))
+
+
 def _split(spec: str) -> tuple[str, str]:
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("empty model spec; see `dlmeval models`")
@@ -182,6 +185,8 @@ def load_diffusion(
         from dlmeval.models.default import load_default
 
         return load_default(device, dtype)
+    if kind.startswith("tiny-") and kind not in REGISTRY:
+        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(_TINY)}")
     if kind.startswith("tiny-") and kind != "tiny-causal":
         from dlmeval.models.tiny import tiny_model
 
@@ -251,6 +256,8 @@ def load_causal_lm(
             allow_download=allow_download,
             trust_remote_code=trust_remote_code,
         )
+    if kind.startswith("tiny-") and kind not in REGISTRY:
+        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(_TINY)}")
     if kind in REGISTRY or kind in ("hf", "llada", "dream") or kind.startswith("tiny-"):
         raise InputError(f"{spec!r} is a diffusion model; an autoregressive model is needed here")
     raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
