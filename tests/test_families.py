@@ -1,0 +1,242 @@
+"""The family stand-ins load and behave like the real LLaDA / Dream code (issue 12), and check-model tells a good
+checkpoint from a broken one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from dlmeval.cli.main import main
+from dlmeval.errors import InputError
+from dlmeval.models import load_diffusion, tiny_model
+from dlmeval.models.checks import check_alignment, check_mask, run_checks
+from dlmeval.models.standins import standin_checkpoint
+from dlmeval.models.tokens import special_ids_from_files
+
+TEXTS = ["the cat sat on the big red house .", "a dog", "paris is the capital of france", "one two three"]
+
+
+@pytest.fixture(scope="module")
+def llada():
+    return tiny_model("llada")
+
+
+@pytest.fixture(scope="module")
+def dream():
+    return tiny_model("dream")
+
+
+# ------------------------------------------------------------------------------------------------ load path
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_standin_is_a_remote_code_directory_loaded_through_automodel(kind):
+    d = standin_checkpoint(kind)
+    cfg = json.loads((d / "config.json").read_text())
+    assert (
+        "AutoModel" in cfg["auto_map"]
+        and (d / cfg["auto_map"]["AutoModel"].split(".")[0]).with_suffix(".py").exists()
+    )
+    with pytest.raises(InputError, match="trust-remote-code"):
+        load_diffusion(f"{kind}:{d}")
+    m = load_diffusion(f"{kind}:{d}", trust_remote_code=True)
+    # the module class comes from the directory's code (transformers' dynamic modules), not from dlmeval
+    assert type(m.module).__module__.startswith("transformers_modules.")
+    assert m.family == kind and m.vocab_size > len(
+        m.tokenizer
+    )  # a padded vocabulary, like the released models
+
+
+def test_llada_forward_takes_inputs_embeds_and_refuses_other_keywords(llada):
+    ids, attn = llada.pad([llada.encode(t) for t in TEXTS])
+    emb = llada.input_embeddings()(ids)
+    with pytest.raises(TypeError):
+        llada.module(input_embeddings=emb, attention_mask=attn)  # the inner model's name, not the outer one's
+    with pytest.raises(TypeError):
+        llada.module(input_ids=ids, attention_mask=attn, position_ids=attn)
+    raw = llada.module(inputs_embeds=emb, attention_mask=attn).logits
+    v = len(llada.tokenizer)
+    torch.testing.assert_close(llada.logits(ids, attn)[..., :v], raw[..., :v].float())
+
+
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_score_positions_grad_reaches_the_embeddings(kind):
+    m = tiny_model(kind)
+    ids, attn = m.pad([m.encode(t) for t in TEXTS[:2]])
+    e = m.input_embeddings()(ids).detach().requires_grad_(True)
+    pos = attn.bool().clone()
+    pos[:, :3] = False
+    sc = m.score_positions(None, attn, pos, ids, inputs_embeds=e, grad=True)
+    sc.logprob.sum().backward()
+    assert e.grad is not None and torch.isfinite(e.grad).all() and e.grad.abs().sum() > 0
+    # and the embeddings path scores what the ids path scores
+    plain = m.score_positions(ids, attn, pos, ids)
+    torch.testing.assert_close(sc.logprob.detach(), plain.logprob, atol=1e-5, rtol=0)
+
+
+def test_dream_module_consumes_a_4d_mask_and_refuses_a_2d_one(dream):
+    ids, attn = dream.pad([dream.encode(t) for t in TEXTS])
+    with pytest.raises(ValueError, match="4-D"):
+        dream.module(input_ids=ids, attention_mask=attn)
+
+
+def test_dream_right_padding_equals_left_padding(dream):
+    seqs = [dream.encode(t) for t in TEXTS]
+    li, la = dream.pad(seqs, side="left")
+    ri, ra = dream.pad(seqs, side="right")
+    left, right = dream.logits(li, la), dream.logits(ri, ra)
+    for b in range(len(seqs)):
+        diff = (left[b][la[b].bool()] - right[b][ra[b].bool()]).abs().max()
+        assert float(diff) <= 1e-5
+    # the lean path too
+    pos_l, pos_r = la.bool().clone(), ra.bool().clone()
+    sl, sr = dream.score_positions(li, la, pos_l, li), dream.score_positions(ri, ra, pos_r, ri)
+    torch.testing.assert_close(sl.logprob, sr.logprob, atol=1e-5, rtol=0)
+
+
+def test_dream_prepends_bos_and_scores_the_first_word_from_it(dream):
+    ids = dream.encode("the cat")
+    assert ids[0] == dream.bos_token_id and dream.tokenizer("the cat")["input_ids"][0] != dream.bos_token_id
+    assert dream.encode("the cat", add_special_tokens=False)[0] != dream.bos_token_id
+    t, a = dream.pad([ids])
+    pos = torch.zeros_like(a, dtype=torch.bool)
+    pos[0, 1] = True  # "the": read from the BOS position's output (Dream's i - 1)
+    sc = dream.score_positions(t, a, pos, t)
+    mask4 = torch.ones(1, 1, t.shape[1], t.shape[1], dtype=torch.bool)
+    with torch.no_grad():
+        raw = dream.module(
+            input_ids=t, attention_mask=mask4, position_ids=torch.arange(t.shape[1])[None]
+        ).logits
+    want = torch.log_softmax(raw[0, 0, : len(dream.tokenizer)], -1)[t[0, 1]]
+    assert abs(float(sc.logprob[0]) - float(want)) < 1e-5
+
+
+def test_one_bos_after_a_chat_template_that_starts_with_bos(llada):
+    prompt = llada.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "the cat"}], tokenize=False, add_generation_prompt=True
+    )
+    assert prompt.startswith(llada.tokenizer.bos_token)
+    raw = llada.tokenizer(prompt)["input_ids"]
+    assert raw[:2] == [llada.bos_token_id] * 2  # what the tokenizer alone gives
+    ids = llada.encode(prompt)
+    assert ids[0] == llada.bos_token_id and ids[1] != llada.bos_token_id and ids == raw[1:]
+    ids2, offs = llada.encode_with_offsets(prompt)
+    assert ids2 == ids and len(offs) == len(ids)
+
+
+# ------------------------------------------------------------------------------------------------ special ids
+def test_eos_sets_come_from_the_files_and_the_chat_template(llada, dream):
+    tl, td = llada.tokenizer, dream.tokenizer
+    assert set(llada.eos_token_ids) == {
+        tl.convert_tokens_to_ids("<|endoftext|>"),
+        tl.convert_tokens_to_ids("<|eot_id|>"),
+    }
+    assert set(dream.eos_token_ids) == {
+        td.convert_tokens_to_ids("<|endoftext|>"),
+        td.convert_tokens_to_ids("<|im_end|>"),
+    }
+    assert llada.load_warnings == [] and dream.load_warnings == []
+    # LLaDA's mask token has no role in its tokenizer: the config names it
+    assert tl.mask_token_id is None and tl.convert_ids_to_tokens(llada.mask_token_id) == "<|mdm_mask|>"
+    assert td.convert_ids_to_tokens(dream.mask_token_id) == "<|mask|>" == td.mask_token
+
+
+def test_fallback_constants_only_with_a_warning():
+    tok = type(
+        "T", (), {"mask_token_id": None, "eos_token_id": None, "chat_template": None, "__len__": lambda s: 10}
+    )()
+    cfg = SimpleNamespace()
+    with pytest.warns(UserWarning) as rec:
+        mask, eos, notes = special_ids_from_files(
+            tok, cfg, None, family="x", default_mask=7, default_eos=(8, 9)
+        )
+    assert (mask, eos) == (7, (8, 9)) and len(notes) == 2 and len(rec) == 2
+    # files that name everything: no warning, the constants unused
+    tok2 = type(
+        "T", (), {"mask_token_id": 3, "eos_token_id": 4, "chat_template": None, "__len__": lambda s: 10}
+    )()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert special_ids_from_files(
+            tok2, SimpleNamespace(mask_token_id=3), None, family="x", default_mask=7
+        )[:2] == (
+            3,
+            (4,),
+        )
+
+
+def _broken_copy(kind: str, tmp_path, **config):
+    d = tmp_path / f"broken-{kind}"
+    shutil.copytree(standin_checkpoint(kind), d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(config)
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_mask_id_disagreement_is_warned_and_fails_check_model(dream, tmp_path):
+    word = dream.tokenizer.convert_tokens_to_ids("cat")
+    d = _broken_copy("dream", tmp_path, mask_token_id=word)
+    with pytest.warns(UserWarning, match="mask id differs"):
+        m = load_diffusion(f"dream:{d}", trust_remote_code=True)
+    assert m.mask_token_id == word
+    row = check_mask(m)
+    assert row.passed is False and "not a special token" in row.detail
+    assert main(["check-model", f"dream:{d}", "--trust-remote-code"]) == 1
+
+
+# ------------------------------------------------------------------------------------------------ check-model
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_check_model_passes_on_the_standins(kind, capsys):
+    m = tiny_model(kind)
+    rows = {c.name: c for c in run_checks(m)}
+    assert all(c.passed is not False for c in rows.values()), {
+        n: c.detail for n, c in rows.items() if not c.passed
+    }
+    assert rows["alignment"].value >= 1.0  # the right alignment wins clearly on the stand-in
+    assert (rows["sampler"].passed is None) == (kind == "llada")  # only Dream ships its own sampler
+    assert main(["--json", "check-model", f"tiny-{kind}"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] and {r["name"] for r in out["checks"]} == set(rows)
+
+
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_check_model_fails_a_wrong_logit_shift(kind):
+    m = tiny_model(kind)
+    m.logit_shift = 1 - m.logit_shift  # read LLaDA as if it were shifted, Dream as if it were not
+    row = check_alignment(m)
+    assert row.passed is False and row.value < 0
+    rows = {c.name: c for c in run_checks(m)}
+    assert rows["alignment"].passed is False and rows["mask id"].passed and rows["batch"].passed
+
+
+def test_check_model_fails_a_wrong_mask_id(llada):
+    m = tiny_model("llada")
+    m.mask_token_id = m.tokenizer.convert_tokens_to_ids("the")
+    rows = {c.name: c for c in run_checks(m)}
+    assert rows["mask id"].passed is False and "not a special token" in rows["mask id"].detail
+
+
+def test_check_model_text_table_and_exit_code(capsys):
+    assert main(["check-model", "tiny-dream"]) == 0
+    out = capsys.readouterr().out
+    for name in ("mask id", "eos ids", "alignment", "padding", "gradient", "sampler"):
+        assert name in out
+    assert "FAILED" not in out
+
+
+# ------------------------------------------------------------------------------------------------ vocab padding
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_no_sampled_id_outside_the_tokenizer(kind):
+    from dlmeval.sampling import RemaskingSampler, SamplerConfig
+
+    m = tiny_model(kind)
+    n = len(m.tokenizer)
+    z = m.logits(*m.pad([m.encode(TEXTS[0])]))
+    assert z.shape[-1] > n and (z[..., n:] == torch.finfo(torch.float32).min).all()
+    cfg = SamplerConfig(length=16, steps=8, block_length=16, temperature=5.0, stop_at_eos=False, seed=3)
+    res = RemaskingSampler(m, cfg).sample(["the cat", "a dog"] * 4, item_ids=[str(i) for i in range(8)])
+    assert int(torch.as_tensor(res.tokens).max()) < n
