@@ -327,7 +327,11 @@ def test_acceptance_and_leaderboard():
     down = ct.down_frame(
         [
             {"model": "m", "task": "humaneval", "strategy": "none", "steps": 256, "nfe_budget": None,
-             "temperature": 0.0, "seed": 1, "n": 100, "accuracy": 0.32, "nfe": 128},
+             "temperature": 0.0, "seed": 1, "n": 100, "accuracy": 0.283, "nfe": 128},
+            {"model": "m", "task": "humaneval", "strategy": "none", "steps": None, "nfe_budget": 437,
+             "temperature": 0.0, "seed": 1, "n": 100, "accuracy": 0.32, "nfe": 437},
+            {"model": "m", "task": "humaneval", "strategy": "none", "steps": None, "nfe_budget": 437,
+             "temperature": 0.1, "seed": 1, "n": 100, "accuracy": 0.283, "nfe": 437},
             {"model": "m", "task": "arc", "strategy": None, "steps": None, "nfe_budget": None,
              "temperature": None, "seed": None, "n": 50, "accuracy": 0.5, "nfe": 200},
         ]
@@ -335,10 +339,13 @@ def test_acceptance_and_leaderboard():
     lb = ct.table_leaderboard(cells, down, base_spec(models={"diffusion": ["other", "m"]})).set_index("model")
     assert list(lb.index) == ["other", "m"]  # spec order
     assert lb.loc["m", "gap"] == pytest.approx(0.29633, abs=1e-5)
+    # Table 12's HE column is the compute-matched none* (NFE 437, t = 0) of Table 11, not the nominal cell
     assert lb.loc["m", "humaneval_pass1"] == pytest.approx(0.32) and lb.loc["m", "arc_acc"] == 0.5
+    assert lb.loc["m", "humaneval_cell"] == "none@nfe437 t=0"
     assert math.isnan(lb.loc["other", "humaneval_pass1"])
     t11 = ct.table_downstream(down)
-    assert t11.iloc[0]["binomial_se"] == pytest.approx(math.sqrt(0.32 * 0.68 / 100))
+    r11 = t11[t11["nfe_budget"] == 437].iloc[0]
+    assert r11["binomial_se"] == pytest.approx(math.sqrt(0.32 * 0.68 / 100))
 
 
 def test_all_tables_round_trip_through_the_store(tmp_path):
@@ -513,10 +520,15 @@ def test_gsm8k_prompt_and_stops():
 
     it = GSM8KItem("gsm8k/0", "What is 2+3?", "2+3=<<2+3=5>>5\n#### 5", "5")
     shot = GSM8KItem("gsm8k/9", "What is 1+1?", "1+1=<<1+1=2>>2\n#### 2", "2")
+    # lm-evaluation-harness gsm8k: "Question: ...\nAnswer: <the full answer>" exemplars, blank-line separated
     p = care.gsm8k_prompt(it, [shot])
-    assert p.index("Problem: What is 1+1?\nSolution: 1+1=2\n#### 2\n\n") < p.index("Problem: What is 2+3?")
-    assert p.endswith("Solution:") and "<<" not in p
-    assert care.gsm8k_prompt(it, []).count("Problem:") == 1
+    assert p == "Question: What is 1+1?\nAnswer: 1+1=<<1+1=2>>2\n#### 2\n\nQuestion: What is 2+3?\nAnswer:"
+    assert care.gsm8k_prompt(it, []) == "Question: What is 2+3?\nAnswer:"
+    # lm-eval's stops and strict-match filter (commas, $ and a final period ignored)
+    gen = " 2+3=5\n#### 1,005.\n\nQuestion: next"
+    assert care.cut_at(gen, care.GSM8K_STOP) == " 2+3=5\n#### 1,005.\n\n"
+    assert care.gsm8k_strict_match(care.cut_at(gen, care.GSM8K_STOP)) == "1005"
+    assert care.gsm8k_strict_match("the answer is 5") is None
     assert care.cut_at("    return 1\ndef g():\n", care.HUMANEVAL_STOP) == "    return 1"
     assert care.cut_at("abc", ("x",)) == "abc"
 

@@ -12,6 +12,7 @@ lm_eval = pytest.importorskip("lm_eval")
 from lm_eval.api.instance import Instance  # noqa: E402
 from lm_eval.api.registry import get_model  # noqa: E402
 
+from dlmeval.errors import InputError  # noqa: E402
 from dlmeval.integrations.lm_eval import DlmevalLM  # noqa: E402
 
 
@@ -60,7 +61,9 @@ def test_generate_until_records_nfe_and_cuts(lm, tmp_path):
     assert len(out) == 3 and all(isinstance(o, str) and "." not in o for o in out)
     recs = lm.nfe_records[before:]
     assert sorted(r["index"] for r in recs) == [0, 1, 2]
-    assert all(r["type"] == "generate_until" and 0 < r["nfe"] <= 8 and r["steps"] == 8 for r in recs)
+    # high_entropy at 8 steps over 8 tokens (k = 1, window from step 2): 8 decode + 6 scoring + 1 drain passes
+    # at most (a row may stop at EOS)
+    assert all(r["type"] == "generate_until" and 0 < r["nfe"] <= 15 and r["steps"] == 8 for r in recs)
     logged = [json.loads(line) for line in open(lm.nfe_log)]
     assert len(logged) == 3
     again = lm.generate_until(reqs)
@@ -74,3 +77,18 @@ def test_rolling_and_compute_matched():
     assert m.nfe_records[-1]["nfe_target"] == 6 and m.nfe_records[-1]["nfe"] <= 6
     ll = m.loglikelihood_rolling([req("loglikelihood_rolling", ("the cat sat on the mat .",))])
     assert ll[0] < 0
+
+
+def test_a_task_temperature_does_not_silently_replace_the_unmask_temperature():
+    r = [req("generate_until", ("the", {"until": [], "temperature": 0.7, "max_gen_toks": 6}))]
+    m = DlmevalLM(model="tiny-llada", steps=6, gen_length=6, temperature=0.0)
+    greedy = DlmevalLM(model="tiny-llada", steps=6, gen_length=6, temperature=0.0, task_temperature="use")
+    assert m._temperature({"temperature": 0.7}) == 0.0 and greedy._temperature({"temperature": 0.7}) == 0.7
+    m.generate_until(r)
+    assert len(m.warnings) == 1 and "temperature=0.7" in m.warnings[0] and "wins" in m.warnings[0]
+    strict = DlmevalLM(model="tiny-llada", steps=6, gen_length=6, task_temperature="refuse")
+    with pytest.raises(InputError, match="temperature=0.7"):
+        strict.generate_until(r)
+    strict.generate_until([req("generate_until", ("the", {"until": [], "temperature": 0.0}))])  # same: fine
+    with pytest.raises(InputError, match="task_temperature"):
+        DlmevalLM(model="tiny-llada", task_temperature="maybe")

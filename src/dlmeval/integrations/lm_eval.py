@@ -19,8 +19,12 @@ or from the shell (the module's ``__main__`` registers the model, then runs lm-e
 Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
 ``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
 ``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (tokens generated;
-default: the request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``temperature`` (unmask
-temperature; a request's ``temperature`` overrides it), ``seed``, ``batch_size``; scoring: ``n_masks``,
+default: the request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``accounting``
+(``paper`` or ``refill``, see :mod:`dlmeval.sampling.config`), ``temperature`` (the unmask temperature, Care's
+controlled factor), ``task_temperature`` (what a task's own ``temperature`` generation argument does: ``ignore``,
+the default: the model argument wins and a differing request value is reported once in ``lm.warnings``; ``use``:
+the request's value replaces it; ``refuse``: a differing value is an error), ``seed``, ``batch_size``; scoring:
+``n_masks``,
 ``n_rates`` (the DiffScore estimator's K and T); ``nfe_log`` (a JSONL file that receives one record per request).
 
 How each request type is answered:
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -64,6 +69,9 @@ except ImportError:  # pragma: no cover - exercised only without lm-eval
 from dlmeval.errors import InputError
 
 MODEL_NAME = "dlmeval"
+_log = logging.getLogger("dlmeval.lm_eval")
+#: what a task's own ``temperature`` generation argument does (model argument ``task_temperature``)
+TASK_TEMPERATURE = ("ignore", "use", "refuse")
 
 
 def _bool(v: Any) -> bool:
@@ -101,6 +109,8 @@ class DlmevalLM(LM):
         block_length: int | str | None = None,
         remask_fraction: float | str = 0.15,
         temperature: float | str = 0.0,
+        task_temperature: str = "ignore",
+        accounting: str = "paper",
         seed: int | str = 0,
         batch_size: int | str = 16,
         n_masks: int | str = 5,
@@ -137,6 +147,14 @@ class DlmevalLM(LM):
         self.block_length = _opt_int(block_length)
         self.remask_fraction = float(remask_fraction)
         self.temperature = float(temperature)
+        if task_temperature not in TASK_TEMPERATURE:
+            raise InputError(
+                f"task_temperature={task_temperature!r}; choose one of {', '.join(TASK_TEMPERATURE)} (ignore: "
+                "the unmask temperature of the model arguments wins over a task's generation temperature)"
+            )
+        self.task_temperature = task_temperature
+        self.accounting = accounting
+        self.warnings: list[str] = []
         self.seed = int(seed)
         self._batch_size = max(1, int(batch_size))
         self.n_masks, self.n_rates = int(n_masks), int(n_rates)
@@ -263,8 +281,28 @@ class DlmevalLM(LM):
             remask_fraction=self.remask_fraction,
             temperature=temperature,
             seed=self.seed,
+            accounting=self.accounting,
         )
         return RemaskingSampler(self.lm, cfg)
+
+    def _temperature(self, kw: dict) -> float:
+        """The unmask temperature of a request under ``task_temperature`` (see the module doc)."""
+        if "temperature" not in kw or float(kw["temperature"]) == self.temperature:
+            return self.temperature
+        asked = float(kw["temperature"])
+        if self.task_temperature == "use":
+            return asked
+        msg = (
+            f"a task asks for temperature={asked:g}; the unmask temperature of the model arguments "
+            f"({self.temperature:g}) is Care's controlled factor"
+        )
+        if self.task_temperature == "refuse":
+            raise InputError(msg + "; set temperature to the task's value or task_temperature=ignore|use")
+        note = msg + " and wins (task_temperature=ignore)"
+        if note not in self.warnings:
+            self.warnings.append(note)
+            _log.warning("dlmeval lm-eval model: %s", note)
+        return self.temperature
 
     def generate_until(self, requests) -> list[str]:
         from dlmeval.protocols.care import continuation_text, cut_at
@@ -276,7 +314,7 @@ class DlmevalLM(LM):
             until = kw.get("until") or []
             until = (until,) if isinstance(until, str) else tuple(until)
             length = self.gen_length or int(kw.get("max_gen_toks", 128))
-            temp = float(kw["temperature"]) if "temperature" in kw else self.temperature
+            temp = self._temperature(kw)
             groups.setdefault((length, temp, until), []).append(i)
         seen: dict[str, int] = {}
         for (length, temp, until), idx in groups.items():

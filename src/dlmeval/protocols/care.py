@@ -38,6 +38,7 @@ import dataclasses
 import gc
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -604,21 +605,27 @@ def downstream_cells(spec: CareSpec) -> list[Cell]:
     return list(out.values())
 
 
+#: lm-evaluation-harness ``gsm8k`` (v3.0): stop strings and the strict-match answer pattern
+GSM8K_STOP = ("Question:", "</s>", "<|im_end|>")
+_GSM8K_STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
+
+
 def gsm8k_prompt(item, shots: Sequence) -> str:
-    """The GSM8K instruction of :data:`dlmeval.tasks.GSM8K_TEMPLATE` with ``shots`` worked examples
-    (``Problem: ...\\nSolution: ...``, calculator annotations ``<<...>>`` removed) before the problem."""
-    import re
+    """lm-evaluation-harness's ``gsm8k`` prompt (the Care paper, C.1: "the 4-shot in-context format from the
+    original lm-eval configuration"): ``Question: {question}\nAnswer: {answer}`` per exemplar (the answer as
+    the data set writes it, calculator annotations and ``#### N`` included), joined by blank lines, then
+    ``Question: {question}\nAnswer:``."""
+    parts = [f"Question: {s.question}\nAnswer: {s.answer}" for s in shots]
+    return "\n\n".join([*parts, f"Question: {item.question}\nAnswer:"])
 
-    from dlmeval.tasks import GSM8K_TASK
 
-    text = GSM8K_TASK.prompt(item).text
-    if not shots:
-        return text
-    head, sep, tail = text.partition("Problem:")
-    examples = "".join(
-        f"Problem: {s.question}\nSolution: {re.sub(r'<<[^>]*>>', '', s.answer)}\n\n" for s in shots
-    )
-    return head + examples + sep + tail
+def gsm8k_strict_match(text: str) -> str | None:
+    """lm-eval's ``strict-match`` filter: the first ``#### N``, with ``,``, ``$`` and a final ``.`` dropped (its
+    exact-match ``regexes_to_ignore``), or None."""
+    m = _GSM8K_STRICT.search(text)
+    if not m:
+        return None
+    return re.sub(r"\.$", "", m.group(1).replace(",", "").replace("$", ""))
 
 
 def _downstream(spec, model_spec, model, run, data_dir, progress, say) -> list[dict]:
@@ -635,6 +642,8 @@ def _downstream(spec, model_spec, model, run, data_dir, progress, say) -> list[d
         from dlmeval.data.tasks import load_gsm8k
 
         items = load_gsm8k(data_dir)
+        # lm-eval draws its exemplars from the train split, which is not shipped here: the last `shots` test
+        # items stand in and are removed from the evaluated pool, so no item is its own exemplar
         shots = items[len(items) - d.gsm8k.shots :] if d.gsm8k.shots else []
         pool = items[: len(items) - d.gsm8k.shots]
         tasks.append(("gsm8k", [(it, shots) for it in pool[: d.gsm8k.n]], d.gsm8k.gen_tokens))
@@ -702,12 +711,20 @@ def _down_cell(spec, model, run, task: str, cell: Cell, items: list, length: int
                 )
                 row.update(completion=completion, status=ex.status, correct=ex.passed, isolation=ex.isolation)
             else:
-                from dlmeval.tasks import GSM8K_TASK
+                from dlmeval.tasks import extract_gsm8k_answer
 
                 it = items[i][0]
-                answer = cut_at(text, GSM8K_TASK.stop)
-                pred = GSM8K_TASK.extract(answer, it)
-                row.update(prediction=pred, gold=it.gold, correct=pred is not None and pred == it.gold)
+                answer = cut_at(text, GSM8K_STOP)
+                pred = gsm8k_strict_match(answer)
+                gold = it.answer.split("####")[-1].strip().replace(",", "")
+                row.update(
+                    prediction=pred,
+                    gold=gold,
+                    correct=pred is not None and pred == gold,
+                    # lm-eval's flexible-extract analogue, kept beside the strict match it reports
+                    flexible=extract_gsm8k_answer(answer),
+                    flexible_correct=extract_gsm8k_answer(answer) == it.gold,
+                )
             rows.append((key, row))
         run.put_many(rows)
         done.update(keys)
@@ -791,6 +808,7 @@ __all__ = [
     "cut_at",
     "downstream_cells",
     "gsm8k_prompt",
+    "gsm8k_strict_match",
     "load_tables",
     "model_label",
     "plan_cells",

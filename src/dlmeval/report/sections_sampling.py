@@ -70,7 +70,7 @@ def _grid(
     table="nfe",
     title="Actual NFE",
     columns=("strategy", "steps", "nfe"),
-    optional=("model", "nfe_min", "nfe_max", "n_cells", "ratio_vs_<baseline>"),
+    optional=("model", "nfe_min", "nfe_max", "n_cells", "ratio_vs_<baseline>", "same_as", "accounting"),
     n_figures=1,
 )
 def _nfe(ctx: Context) -> Section:
@@ -336,8 +336,25 @@ _simple(
         "ppl_se",
         "mauve_se",
         "delta_mauve_vs_<baseline>",
+        "steps",
+        "nfe_predicted",
+        "reached",
+        "same_as",
+        "accounting",
     ),
     best={"mauve": "max", "ppl": "min"},
+    note="reached = False: the budget is out of the strategy's reach (none spends at most one pass per "
+    "generated token); the cell ran at the closest budget below. same_as: the nominal-steps cell whose "
+    "generations it is (run once).",
+)
+_simple(
+    "care/mechanism",
+    "mechanism",
+    "Churn mechanism (C.3)",
+    "Per strategy and nominal steps: share of the generation replaced per forwarded step (%), re-masks per "
+    "sample, stable token-step cells per sample, actual NFE",
+    columns=("strategy", "steps", "remasks_per_sample"),
+    optional=("model", "n_cells", "nfe", "replaced_per_step_pct", "stable_cells", "same_as", "accounting"),
 )
 _simple(
     "care/acceptance",
@@ -390,7 +407,9 @@ _simple(
         "p",
         "n_seeds",
         "humaneval_pass1",
+        "humaneval_cell",
         "gsm8k_em",
+        "gsm8k_cell",
         "arc_acc",
     ),
 )
