@@ -401,3 +401,83 @@ def test_meta_eval_changed_data_recomputes(data_root, tmp_path, capsys):
     fresh, fresh_sig = _bleu(capsys, tmp_path / "fresh.sqlite", changed)
     assert new == fresh and new != old
     assert new_sig == fresh_sig != old_sig
+
+
+CARE_SPEC = """\
+name = "care-identity"
+seed = 0
+preset = "tiny"
+
+[models]
+diffusion = ["tiny-llada"]
+evaluator = "tiny-causal"
+
+[generation]
+n_prompts = 2
+batch_size = 2
+sources = ["webtext"]
+
+[sweep]
+strategies = ["none", "high_entropy"]
+steps = [8]
+temperatures = [0.0]
+seeds = [1]
+
+[headline]
+baseline = "none"
+strategy = "high_entropy"
+steps = 8
+temperature = 0.0
+bootstrap_resamples = 100
+
+[metrics]
+featurizer = "ar"
+n_reference = 4
+reference_words = 8
+self_bleu_max = 4
+
+[downstream]
+strategies = ["none"]
+steps = [8]
+temperatures = [0.0]
+seeds = [1]
+humaneval = { n = 1, gen_tokens = 8, timeout_s = 5 }
+"""
+
+
+def _care_data(root: Path, words: list[str]) -> Path:
+    import gzip
+
+    (root / "reference-text").mkdir(parents=True)
+    (root / "tasks").mkdir()
+    with open(root / "reference-text" / "webtext_test.jsonl", "w") as fh:
+        for i in range(12):
+            fh.write(json.dumps({"text": " ".join(words[(i + j) % len(words)] for j in range(14))}) + "\n")
+    he = {"task_id": "HumanEval/0", "prompt": "def one():\n", "entry_point": "one",
+          "canonical_solution": "    return 1\n", "test": "def check(f):\n    assert f() == 1\n"}  # fmt: skip
+    with gzip.open(root / "tasks" / "HumanEval.jsonl.gz", "wt") as fh:
+        fh.write(json.dumps(he) + "\n")
+    return root
+
+
+def test_care_changed_data_makes_another_run_and_records_the_sandbox(tmp_path):
+    from dlmeval.models.tiny import TINY_WORDS
+    from dlmeval.protocols import care
+    from dlmeval.protocols.care_spec import load_spec
+
+    words = [w for w in TINY_WORDS if w.isalpha()]
+    (tmp_path / "s.toml").write_text(CARE_SPEC)
+    spec = load_spec(tmp_path / "s.toml")
+    a = _care_data(tmp_path / "a", words)
+    b = _care_data(tmp_path / "b", words[::-1])  # other prompts behind the same file name and item ids
+    with RunStore(tmp_path / "runs.sqlite") as st:
+        ra = care.run_care(spec, st, data_dir=a, progress=False)
+        rb = care.run_care(spec, st, data_dir=b, progress=False)
+        run_a, run_b = (st.get_run(r.model_runs["tiny-llada"]) for r in (ra, rb))
+        assert run_a.run_id != run_b.run_id
+        pa = {k: v["prefix"] for k, v in run_a.results().items() if k.startswith("gen/")}
+        pb = {k: v["prefix"] for k, v in run_b.results().items() if k.startswith("gen/")}
+        assert pa.keys() == pb.keys() and all(pa[k] != pb[k] for k in pa)
+        # the isolation the HumanEval code had is recorded in the run
+        iso = [w for w in run_a.warnings() if "ran in the sandbox with isolation" in w]
+        assert len(iso) == 1 and ("nobody" in iso[0] or "same-user" in iso[0])
