@@ -412,3 +412,33 @@ def test_cli_score_prints_scores_and_signature_and_resumes(tmp_path, capsys):
     assert main(["score", "--model", "tiny-bert", "--candidates", "the cat", "--text", "--no-store"]) == 2
     assert "needs --sources" in capsys.readouterr().err
     assert main(["score", "--model", "tiny-bert", "--candidates", "missing.txt", "--no-store"]) == 2
+
+
+@pytest.mark.parametrize("scheme", ["balanced", "independent"])
+@pytest.mark.parametrize("k,t", [(5, 10), (3, 10), (1, 4), (13, 10)])
+def test_fewer_masks_than_rates_still_cover_every_rate(scheme, k, t):
+    """K < T (or T not dividing K): the spare masks sit at systematically sampled rates, so every rate is scored
+    across items and no rate is favoured (a round-robin layout scored only the lowest K rates)."""
+    n_items = 400
+    counts = np.zeros(t)
+    for i in range(n_items):
+        m = make_masks(scheme, 12, k, t, np.random.default_rng(i))
+        assert m.n_masks == k
+        per = np.bincount(m.rate_index, minlength=t)
+        assert per.max() - per.min() <= 1  # never two spare masks at one rate
+        counts += per
+    share = counts / counts.sum()
+    assert (counts > 0).all()  # every rate scored
+    # each rate's expected share is 1/T; with 400 items the observed shares stay within a few binomial SEs
+    extra = k % t
+    if extra:
+        se = np.sqrt((extra / t) * (1 - extra / t) / n_items) / k
+        assert np.abs(share - 1 / t).max() < 5 * se + 1e-12
+
+
+def test_diffscore_profile_with_fewer_masks_than_rates(bert):
+    s = DiffScorer(bert, n_masks=5, n_rates=10, seed=0)
+    df = s.score(["the cat sat on the mat"] * 40, config="marginal", item_ids=[f"i{i}" for i in range(40)])
+    prof = np.array(df["profile"].tolist())
+    assert (np.isfinite(prof).sum(axis=1) == 5).all()  # five rates per item ...
+    assert np.isfinite(prof).any(axis=0).all()  # ... and over the items every one of the ten
