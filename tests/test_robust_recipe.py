@@ -135,6 +135,14 @@ def test_robust_paper_recipe_is_table_6_field_by_field():
         "triviaqa",
     )
     assert spec.probes.n == 100 and spec.probes.kwargs()["n_layers"] == 17
+    # mechanistic routing (Sec. 6.5, Fig. 8): 100 samples, eight log-spaced snapshots down to 0.01 T
+    tr = spec.probe("trajectory")
+    assert tr.enabled and tr.n == 100 and (tr.kwargs()["snapshots"], tr.kwargs()["low"]) == (8, 0.01)
+    assert spec.probe("attention").enabled
+    # App. H / Table 12: the question-only ablation, same pairs and recipes, three conditions at r = 0.20
+    q = rb.load_spec("robust-question")
+    assert q.scope == "question" and q.pairs == spec.pairs and q.dlm == spec.dlm
+    assert set(q.conditions) == {"char.transposition@0.20", "char.homoglyph@0.20", "word.deletion@0.20"}
 
 
 def test_paper_conditions_are_a_frozen_list():
@@ -397,3 +405,73 @@ def test_generic_reader_validates_from_field_metadata():
     with pytest.raises(InputError, match="match"):
         rb.parse_spec({"tasks": {"triviaqa": {"match": "fuzzy"}}})
     assert rb.parse_spec({"tasks": {"triviaqa": {"match": "word"}}}).task("triviaqa").task().match == "word"
+
+
+# ------------------------------------------------------------------------------------------------ mechanism
+def test_trajectory_and_attention_outputs_by_hand(tmp_path, models):
+    import numpy as np
+    import torch
+
+    from dlmeval.protocols.robust.evaluate import generation_seed, perturbation
+    from dlmeval.robustness.probes import eager_attention, record_trajectory, snapshot_steps, token_labels
+    from dlmeval.sampling import RemaskingSampler
+    from dlmeval.tasks import TRIVIAQA
+
+    cond = "char.keyboard@0.30"
+    spec = rb.parse_spec(
+        {
+            "pairs": [{"dlm": "tiny-bert", "ar": "tiny-causal"}],
+            "conditions": {"keys": ["char.keyboard@0.20"]},
+            "tasks": {"triviaqa": {"n": 2, "gen_tokens": 8}},
+            "trajectory": {"task": "triviaqa", "n": 2, "conditions": [cond], "snapshots": 4},
+            "attention": {"task": "triviaqa", "n": 2, "conditions": [cond]},
+            "calibration": {"plots": False},
+            "stats": {"bootstrap_resamples": 100},
+        }
+    )
+    res = run(spec, tmp_path / "m.sqlite", models)
+    tr, at = res.tables["trajectory"].iloc[0], res.tables["attention"].iloc[0]
+    assert (tr["model"], at["model"]) == ("tiny-bert", "tiny-causal") and tr["n"] == at["n"] == 2
+    items = TRIVIAQA.items(limit=2)
+    pert = perturbation(cond)
+    # trajectory, by hand: both prompts sampled with the run's sampler and seed, compared at 4 log-spaced steps
+    from dlmeval.protocols.robust.evaluate import ModelEntry
+    from dlmeval.protocols.robust.responders import DLMResponder
+
+    resp = DLMResponder(spec, ModelEntry("dlm", "tiny-bert", "tiny-bert", spec.dlm), models["tiny-bert"])
+    cfg = resp.sampler_config("triviaqa", generation_seed(spec, "triviaqa", cond, 0))
+    div, drop = [], []
+    for it in items:
+        s = RemaskingSampler(models["tiny-bert"], cfg)
+        _, tc = record_trajectory(s, TRIVIAQA.user_message(it).text, it.item_id)
+        _, tn = record_trajectory(s, TRIVIAQA.user_message(it, pert, seed=0).text, it.item_id)
+        steps = snapshot_steps(8, 4, 0.01)
+        div.append(float(np.mean(tc.ids[steps] != tn.ids[steps])))
+        drop.append(float(np.nanmean(tc.confidence[steps] - tn.confidence[steps])))
+    assert tr["id_divergence"] == pytest.approx(np.mean(div))
+    assert tr["confidence_drop"] == pytest.approx(np.mean(drop), abs=1e-12)
+    assert tr["snapshot_steps"] == " ".join(str(x) for x in snapshot_steps(8, 4, 0.01))
+    # attention, by hand: eager attention weights of the causal model on the corrupted tokens, over the share
+    # of corrupted keys each query sees
+    ar = models["tiny-causal"]
+    ratios = []
+    for it in items:
+        m = TRIVIAQA.user_message(it, pert, seed=0)
+        tl = token_labels(ar, m.text, m.perturbation.edits)
+        ids, attn = ar.pad([tl.ids])
+        with eager_attention(ar), torch.no_grad():
+            out = ar.forward(ids, attn, output_attentions=True)
+        c = torch.as_tensor(tl.labels == 1)
+        n = len(tl.ids)
+        vis = torch.ones(n, n, dtype=torch.bool).tril()
+        elig = (vis & c).sum(1) > 0
+        per_layer = []
+        for layer in out.attentions:
+            a = layer[0, :, -n:, -n:].double()
+            mass = (a * c.double()).sum(-1)[:, elig].mean()
+            base = ((vis & c).sum(1).double() / vis.sum(1).double())[elig].mean()
+            per_layer.append(float(mass / base))
+        ratios.append(per_layer)
+    want = np.mean(np.array(ratios), axis=0)
+    assert [float(x) for x in at["ratio_by_layer"].split()] == pytest.approx(want.round(3).tolist(), abs=1e-3)
+    assert at["mean_ratio"] == pytest.approx(float(want.mean()), rel=1e-6)

@@ -20,11 +20,14 @@ TABLE_ORDER = (
     "aurdi",
     "calibration",
     "calibration_ablation",
+    "calibration_ablation_mean",
     "reliability",
     "guard",
     "ipm",
     "dgcg",
     "probes",
+    "trajectory",
+    "attention",
     "recipe",
     "runs",
 )
@@ -38,11 +41,15 @@ TITLES = {
     "calibration": "Calibration (paper's confidences: DLM max/geo, AR chosen/geo; likelihood: choice/softmax): "
     "ECE (15 bins), selective AUROC",
     "calibration_ablation": "Confidence-definition ablation (App. I): ECE and AUROC per basis x aggregation",
+    "calibration_ablation_mean": "Confidence-definition ablation averaged over the tasks (Table 13): mean ECE "
+    "and AUROC per basis x aggregation",
     "reliability": "Reliability-diagram bins (paper's confidences)",
     "guard": "Chance guard: is clean accuracy above chance? (one-sided exact binomial test)",
     "ipm": "Input prompt masking (IPM) variants",
     "dgcg": "D-GCG / GCG adversarial suffix probe",
     "probes": "Linear probes: corrupted vs clean tokens from hidden states",
+    "trajectory": "Denoising-trajectory divergence, clean vs perturbed prompt (DLMs; Fig. 8A)",
+    "attention": "Attention on corrupted tokens over the uniform baseline (AR models; Fig. 8B)",
     "recipe": "Decoding recipe per pair, model and task (the paper's Table 6 as run)",
     "runs": "Store runs",
 }

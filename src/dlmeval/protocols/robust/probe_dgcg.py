@@ -187,7 +187,9 @@ class DGCGProbe(Probe):
                         mine.append({**row, "transfer_from": src, "transfer_accuracy": tacc,
                                      "transfer_degradation": degradation(clean_acc, tacc)})  # fmt: skip
                 ml = min_suffix_length(deg, threshold)
+                best = max(deg.values()) if deg else float("nan")  # Table 3's "Best deg." over the lengths
                 for r in mine:
                     r["min_len"] = ml if ml is not None else "none"
+                    r["best_degradation"] = best
                 rows += mine
         return rows

@@ -107,4 +107,4 @@ def option_check(ok: Callable[[Any], bool], what: str):
 
 
 # the probes of the paper (each module registers its class)
-from dlmeval.protocols.robust import probe_dgcg, probe_ipm, probe_linear  # noqa: E402, F401
+from dlmeval.protocols.robust import probe_dgcg, probe_ipm, probe_linear, probe_mechanism  # noqa: E402, F401

@@ -207,6 +207,7 @@ def all_tables(
 
     cal, abl, rel = calibration_tables(df, spec)
     tables["calibration"], tables["calibration_ablation"], tables["reliability"] = cal, abl, rel
+    tables["calibration_ablation_mean"] = ablation_mean(abl)
     for name, rows in (extras or {}).items():
         if rows:
             tables[name] = pd.DataFrame(rows)
@@ -296,3 +297,16 @@ def recipe_table(spec: RobustSpec) -> pd.DataFrame:
                 "eos": "stop", "applied": "yes",
             })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def ablation_mean(abl: pd.DataFrame) -> pd.DataFrame:
+    """Table 13: the confidence-definition ablation's ECE and AUROC averaged over the tasks (per model, split,
+    basis and aggregation; ``n_tasks`` says over how many)."""
+    if abl is None or abl.empty:
+        return pd.DataFrame()
+    keys = ["mode", "model", "role", "split", "basis", "aggregation"]
+    g = abl.groupby(keys, sort=False)
+    out = g[["ece", "auroc"]].mean().reset_index()
+    out["n_tasks"] = g["task"].nunique().to_numpy()
+    out["tasks"] = g["task"].agg(lambda x: " ".join(dict.fromkeys(x))).to_numpy()
+    return out
