@@ -121,6 +121,8 @@ SCORE_CASES = [
     ("K0", ["--candidates", "a cat", "--text", "--config", "marginal", "-K", "0"], "--masks/-K must be at least 1"),
     ("T0", ["--candidates", "a cat", "--text", "--config", "marginal", "-T", "0"], "--rates/-T must be at least 1"),
     ("dtype", ["--candidates", "a cat", "--text", "--config", "marginal", "--dtype", "float8"], "unknown dtype"),
+    ("dtype-standin", ["--candidates", "a cat", "--text", "--config", "marginal", "--dtype", "bfloat16"],
+     "float32 only"),
     ("device", ["--candidates", "a cat", "--text", "--config", "marginal", "--device", "tpu"], "--device 'tpu'"),
     ("seed", ["--candidates", "a cat", "--text", "--config", "marginal", "--seed", str(10**30)], "--seed must be"),
     ("output-dir", ["--candidates", "a cat", "--text", "--config", "marginal", "-o", "missing/dir/out.csv"],

@@ -136,6 +136,16 @@ def check_settings(device: str | None = None, dtype: str | None = None, seed: in
         raise InputError(f"--seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
 
 
+def _check_tiny_dtype(spec: str, dtype) -> None:
+    """The stand-ins are built in float32; another dtype is refused rather than silently replaced."""
+    import torch
+
+    from dlmeval.models.base import resolve_dtype
+
+    if dtype not in (None, "auto") and resolve_dtype(dtype, torch.device("cpu")) != torch.float32:
+        raise InputError(f"the stand-in {spec!r} runs in float32 only; leave --dtype out or pass float32")
+
+
 def _typed_load_errors(fn):
     """Loading errors from the libraries (a folder with a config but no weights, a truncated safetensors file)
     become one :class:`ModelNotFoundError` naming the spec and what to do."""
@@ -190,6 +200,7 @@ def load_diffusion(
     if kind.startswith("tiny-") and kind != "tiny-causal":
         from dlmeval.models.tiny import tiny_model
 
+        _check_tiny_dtype(spec, dtype)
         return tiny_model(kind[5:], seed=seed, device=device or "cpu")
     if kind == "hf":
         return _load_hf_mlm(
@@ -245,6 +256,7 @@ def load_causal_lm(
     if kind == "tiny-causal":
         from dlmeval.models.tiny import tiny_model
 
+        _check_tiny_dtype(spec, dtype)
         return tiny_model("causal", seed=seed, device=device or "cpu")
     if kind == "causal":
         from dlmeval.models.causal import load_causal
