@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # CPU torch only: the wheel lies on this disk; never let a requirement pull a CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: demo test venv lint format bench train-default clean
+.PHONY: demo test venv system-deps lint format bench train-default clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,10 +19,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+# WordNet (METEOR) and Chromium (report tests): installed with apt-get when this runs as root or with passwordless
+# sudo; otherwise a warning, and the demo marks METEOR "not available" instead of stopping.
+system-deps:
+	@scripts/system-deps.sh
+
+demo: $(STAMP) system-deps
 	$(BIN)/dlmeval demo
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/pytest -m "not slow" --timeout 600 $(PYTEST_ARGS)
 	$(BIN)/pytest -m slow --timeout 900 $(PYTEST_ARGS)
 

@@ -5,7 +5,7 @@
 # unavailable. Used by `make demo`, `make test` and .ci/run.
 set -uo pipefail
 need=()
-[ -f /usr/share/wordnet/data.noun ] || need+=(wordnet-base)
+[ -f "${DLMEVAL_WORDNET:-/usr/share/wordnet}/data.noun" ] || need+=(wordnet-base)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "${DLMEVAL_NO_SYSTEM_DEPS:-0}" = 1 ]; then

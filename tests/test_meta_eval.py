@@ -476,3 +476,20 @@ def test_analyses_run_on_tiny_models(tmp_path, data_root, tiny_encoder):
     adv = run_analysis("adversarial", suite)["adversarial"]
     assert set(adv["condition"]) == {"original", "fluent_irrelevant", "disfluent_relevant"}
     assert adv.loc[adv["condition"] != "original", "p_pmi"].between(0, 1).all()
+
+
+def test_suite_without_wordnet_drops_meteor_and_says_so(tmp_path, data_root, tiny_encoder, monkeypatch):
+    """A machine without wordnet-base: the lexical baselines run without METEOR and the run records why."""
+    from dlmeval.baselines.lexical import WORDNET_ENV, meteor_unavailable
+
+    empty = tmp_path / "no-wordnet"
+    empty.mkdir()
+    monkeypatch.setenv(WORDNET_ENV, str(empty))
+    assert "wordnet-base" in meteor_unavailable()
+    opts = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("QAGS_XSUM",), families=("lexical",))
+    store = RunStore(tmp_path / "s.sqlite")
+    rep = run_suite(opts, store)
+    labels = set(rep.results["label"])
+    assert labels and not any("METEOR" in lab for lab in labels) and any("ROUGE-1" in lab for lab in labels)
+    warned = store.get_run(rep.components["lexical"]).warnings()
+    assert any("METEOR not available: install wordnet-base" in w for w in warned)

@@ -97,6 +97,16 @@ def _wordnet_source() -> Path:
     return src
 
 
+def meteor_unavailable() -> str | None:
+    """Why METEOR cannot run here (no WordNet 3.0), or None when it can. Callers that can do without METEOR (the
+    meta-evaluation suite, ``make demo``) drop it and say so instead of stopping."""
+    try:
+        _wordnet_source()
+    except InputError as e:
+        return f"install wordnet-base ({e})"
+    return None
+
+
 def _staged_wordnet(cache: Path | None = None) -> Path:
     """The WordNet files copied into the dlmeval cache with a ``lexnames`` file (see the module docstring)."""
     from dlmeval.data.paths import cache_dir

@@ -138,6 +138,10 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         command_line="dlmeval demo",
         models={args.dlm: dlm, args.ar: ar},
     )
+    from dlmeval.baselines.lexical import meteor_unavailable
+
+    if why := meteor_unavailable():
+        log(f"  METEOR not available: {why.split(' (')[0]}")
     res = rep.results
     res = res[res["primary"] & res["value"].notna()] if len(res) else res
     if len(res):

@@ -62,6 +62,19 @@ log = logging.getLogger("dlmeval.meta_eval")
 SUITES: dict[str, tuple[str, ...]] = {"bartscore": tuple(BARTSCORE_BENCHMARKS)}
 FAMILIES = ("lexical", "embedding", "ar", "diffscore")
 LEXICAL_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor")
+
+
+def lexical_metrics() -> tuple[str, ...]:
+    """:data:`LEXICAL_METRICS`, without METEOR on a machine without WordNet 3.0 (the suite then says so)."""
+    from dlmeval.baselines.lexical import meteor_unavailable
+
+    return (
+        LEXICAL_METRICS
+        if meteor_unavailable() is None
+        else tuple(m for m in LEXICAL_METRICS if m != "meteor")
+    )
+
+
 EMBEDDING_METRICS = ("bertscore_f", "moverscore")
 AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
 DIFFSCORE_CONFIGS = ("cond", "reverse", "bidir", "marginal")
@@ -581,17 +594,22 @@ class Suite:
             return self.components[family]
         o = self.opts
         if family == "lexical":
+            from dlmeval.baselines.lexical import meteor_unavailable
+
+            why = meteor_unavailable()
             run = self._open(
                 "meta-eval-lexical",
                 {
-                    "metrics": list(LEXICAL_METRICS),
+                    "metrics": list(lexical_metrics()),
                     "detokenize": True,
                     "bleu": "sacrebleu-sentence",
                     "rouge": "rouge-score-stemmed-F1",
-                    "meteor": "nltk-wordnet3.0",
+                    "meteor": "nltk-wordnet3.0" if why is None else "not available",
                 },
                 [],
             )
+            if why is not None:
+                run.warn(f"METEOR not available: {why}")
             labels = {
                 "bleu": "BLEU (sacrebleu)",
                 "rouge1": "ROUGE-1 F1",
@@ -673,7 +691,7 @@ class Suite:
     # ------------------------------------------------------------------ scoring
     def metrics_for(self, family: str, name: str) -> list[str]:
         if family == "lexical":
-            return list(LEXICAL_METRICS)
+            return list(lexical_metrics())
         if family == "embedding":
             return list(EMBEDDING_METRICS)
         if family == "ar":
@@ -687,14 +705,16 @@ class Suite:
         from dlmeval.baselines.lexical import bleu, meteor, rouge
 
         out = {}
+        with_meteor = "meteor" in lexical_metrics()
         for u in chunk:
             r = frame.iloc[u.rows[0]]
             rg = rouge(r["candidate"], r["targets"])
             out[u.uid] = {
                 "bleu": {"score": bleu(r["candidate"], r["targets"])},
                 **{k: {"score": v} for k, v in rg.items()},
-                "meteor": {"score": meteor(r["candidate"], r["targets"])},
             }
+            if with_meteor:
+                out[u.uid]["meteor"] = {"score": meteor(r["candidate"], r["targets"])}
         return out
 
     def _compute_embedding(self, frame, chunk):
