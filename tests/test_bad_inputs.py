@@ -483,3 +483,43 @@ def test_care_changed_data_makes_another_run_and_records_the_sandbox(tmp_path):
         # the isolation the HumanEval code had is recorded in the run
         iso = [w for w in run_a.warnings() if "ran in the sandbox with isolation" in w]
         assert len(iso) == 1 and ("nobody" in iso[0] or "same-user" in iso[0])
+    # ... and the report shows the run's notes (a store with that note alone: figures of a Care run are slow)
+    from dlmeval.report import build_report
+
+    with RunStore(tmp_path / "note.sqlite") as st:
+        r = st.open_run("code-check", {}, [], 0)
+        r.warn(iso[0])
+        r.finish()
+        build_report(st, None, tmp_path / "report.html")
+    import html
+
+    assert html.escape(iso[0]) in (tmp_path / "report.html").read_text()
+
+
+def test_a_failing_meta_eval_leaves_the_finished_shared_run_done(data_root, tmp_path, capsys, monkeypatch):
+    store = tmp_path / "runs.sqlite"
+    base = [
+        "--store",
+        str(store),
+        "--no-progress",
+        *META,
+        "--data-dir",
+        str(data_root),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(base) == 0
+    capsys.readouterr()
+    with RunStore(store) as st:
+        (lex,) = [r for r in st.list_runs() if r["kind"] == "meta-eval-lexical"]
+        assert lex["status"] == "done"
+
+    def boom(*a, **k):
+        raise RuntimeError("the DiffScore component crashed")
+
+    monkeypatch.setattr("dlmeval.protocols.meta_eval.Suite._compute_diffscore", boom)
+    with pytest.raises(RuntimeError, match="crashed"):  # a failure after the runs were opened
+        main([*base, "--metrics", "lexical", "diffscore", "--model", "tiny-bert", "-K", "2", "-T", "2"])
+    with RunStore(store) as st:
+        status = {r["kind"]: r["status"] for r in st.list_runs()}
+    assert status["meta-eval-lexical"] == "done" and status["meta-eval-diffscore"] == "running"
