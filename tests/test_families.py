@@ -240,3 +240,19 @@ def test_no_sampled_id_outside_the_tokenizer(kind):
     cfg = SamplerConfig(length=16, steps=8, block_length=16, temperature=5.0, stop_at_eos=False, seed=3)
     res = RemaskingSampler(m, cfg).sample(["the cat", "a dog"] * 4, item_ids=[str(i) for i in range(8)])
     assert int(torch.as_tensor(res.tokens).max()) < n
+
+
+def test_care_max_tokens_caps_the_rows_per_pass():
+    from dlmeval.cli.care import _spec_with_overrides
+    from dlmeval.cli.main import build_parser
+
+    base = _spec_with_overrides(build_parser().parse_args(["care", "care-tiny"])).generation
+    width = base.prefix_tokens + base.gen_tokens
+    capped = _spec_with_overrides(
+        build_parser().parse_args(["care", "care-tiny", "--max-tokens", str(width)])
+    )
+    assert base.batch_size > 1 and capped.generation.batch_size == 1
+    wide = _spec_with_overrides(build_parser().parse_args(["care", "care-tiny", "--max-tokens", str(10**9)]))
+    assert wide.generation.batch_size == base.batch_size
+    with pytest.raises(InputError, match="max-tokens"):
+        _spec_with_overrides(build_parser().parse_args(["care", "care-tiny", "--max-tokens", "0"]))

@@ -493,3 +493,39 @@ def test_suite_without_wordnet_drops_meteor_and_says_so(tmp_path, data_root, tin
     assert labels and not any("METEOR" in lab for lab in labels) and any("ROUGE-1" in lab for lab in labels)
     warned = store.get_run(rep.components["lexical"]).warnings()
     assert any("METEOR not available: install wordnet-base" in w for w in warned)
+
+
+def test_cli_allow_download_and_max_tokens_reach_the_model_and_the_scorer(monkeypatch):
+    """`meta-eval --allow-download` used to be accepted and ignored; `--max-tokens` bounds DiffScore batches."""
+    import dlmeval.models.registry as registry
+    from dlmeval.cli.main import build_parser
+    from dlmeval.cli.meta_eval import _options
+    from dlmeval.protocols.meta_eval import Suite
+
+    args = build_parser().parse_args(
+        [
+            "meta-eval",
+            "--allow-download",
+            "--max-tokens",
+            "512",
+            "--model",
+            "tiny-llada",
+            "--ar-model",
+            "tiny-causal",
+        ]
+    )
+    opts = _options(args)
+    assert opts.allow_download and opts.dlm_max_tokens == 512
+    seen = []
+    real_d, real_c = registry.load_diffusion, registry.load_causal_lm
+    monkeypatch.setattr(registry, "load_diffusion", lambda spec, **kw: seen.append(kw) or real_d(spec, **kw))
+    monkeypatch.setattr(registry, "load_causal_lm", lambda spec, **kw: seen.append(kw) or real_c(spec, **kw))
+    suite = Suite(opts, None)
+    suite.dlm(), suite.ar()
+    assert [kw["allow_download"] for kw in seen] == [True, True]
+    model = suite.dlm()
+    assert suite.scorer("SUM").max_tokens == max(512, model.max_length)
+    off = _options(build_parser().parse_args(["meta-eval"]))
+    assert off.allow_download is False and off.dlm_max_tokens is None
+    with pytest.raises(InputError, match="max-tokens"):
+        SuiteOptions(dlm_max_tokens=0).check()

@@ -30,6 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batch-size", type=int, default=None, help="rows per forward pass (never changes a number)"
     )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="padded tokens per forward pass: caps the rows at N // (prefix + generated tokens) (never changes a "
+        "number)",
+    )
     p.add_argument("--seed", type=int, default=None, help="run seed (replaces the spec's seed)")
     p.add_argument(
         "--data-dir", default=None, help="data directory (default: DLMEVAL_DATA or ../shared/data)"
@@ -67,6 +74,11 @@ def _spec_with_overrides(args):
         if args.batch_size < 1:
             raise InputError(f"--batch-size must be positive, got {args.batch_size}")
         gen = dataclasses.replace(gen, batch_size=args.batch_size)
+    if getattr(args, "max_tokens", None) is not None:
+        if args.max_tokens < 1:
+            raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
+        rows = max(1, args.max_tokens // (gen.prefix_tokens + gen.gen_tokens))
+        gen = dataclasses.replace(gen, batch_size=min(gen.batch_size, rows))
     spec = spec.replace(generation=gen)
     if args.seed is not None:
         spec = spec.replace(seed=args.seed)

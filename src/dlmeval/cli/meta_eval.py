@@ -98,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--batch-size", type=int, default=None, help="rows per DiffScore forward pass (never changes a score)"
     )
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; never changes a "
+        "score)",
+    )
     f = p.add_argument_group("DiffScore-FT (LoRA, document-level k-fold)")
     f.add_argument("--ft", action="store_true", help="add DiffScore-FT rows (fine-tunes one model per fold)")
     f.add_argument("--ft-folds", type=int, default=5)
@@ -155,7 +162,9 @@ def _options(args):
         data_dir=args.data_dir,
         chunk_size=args.chunk_size,
         dlm_batch_size=args.batch_size,
+        dlm_max_tokens=args.max_tokens,
         trust_remote_code=args.trust_remote_code,
+        allow_download=args.allow_download,
         progress=not getattr(args, "no_progress", False),
     )
 

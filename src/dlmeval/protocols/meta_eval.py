@@ -129,7 +129,9 @@ class SuiteOptions:
     # AR reference directions: best of the first N distinct references (None: all)
     ar_max_refs: int | None = None
     dlm_batch_size: int | None = None
+    dlm_max_tokens: int | None = None  # padded tokens per DiffScore forward pass (default: the scorer's)
     trust_remote_code: bool = False
+    allow_download: bool = False  # model specs may be hub ids (needs internet)
     progress: bool = True
 
     def resolved_benchmarks(self) -> tuple[str, ...]:
@@ -178,6 +180,8 @@ class SuiteOptions:
                 raise InputError(f"{flag} must be at least 1, got {v}")
         if self.dlm_batch_size is not None and self.dlm_batch_size < 1:
             raise InputError(f"--batch-size must be at least 1, got {self.dlm_batch_size}")
+        if self.dlm_max_tokens is not None and self.dlm_max_tokens < 1:
+            raise InputError(f"--max-tokens must be at least 1, got {self.dlm_max_tokens}")
         from dlmeval.models.registry import check_settings
 
         check_settings(self.device, self.dtype, self.seed)
@@ -532,7 +536,12 @@ class Suite:
 
             o = self.opts
             self._dlm = load_diffusion(
-                o.dlm, device=o.device, dtype=o.dtype, trust_remote_code=o.trust_remote_code, seed=o.seed
+                o.dlm,
+                device=o.device,
+                dtype=o.dtype,
+                trust_remote_code=o.trust_remote_code,
+                allow_download=o.allow_download,
+                seed=o.seed,
             )
         return self._dlm
 
@@ -544,7 +553,12 @@ class Suite:
 
             o = self.opts
             self._ar = load_causal_lm(
-                o.ar, device=o.device, dtype=o.dtype, trust_remote_code=o.trust_remote_code, seed=o.seed
+                o.ar,
+                device=o.device,
+                dtype=o.dtype,
+                trust_remote_code=o.trust_remote_code,
+                allow_download=o.allow_download,
+                seed=o.seed,
             )
         return self._ar
 
@@ -579,6 +593,7 @@ class Suite:
                 prompt=prompt,
                 chat=chat,
                 batch_size=self.opts.dlm_batch_size,
+                max_tokens=self.opts.dlm_max_tokens,
                 **self.opts.estimator(),
             )
         return self._scorers[key]
