@@ -475,3 +475,33 @@ def test_trajectory_and_attention_outputs_by_hand(tmp_path, models):
     want = np.mean(np.array(ratios), axis=0)
     assert [float(x) for x in at["ratio_by_layer"].split()] == pytest.approx(want.round(3).tolist(), abs=1e-3)
     assert at["mean_ratio"] == pytest.approx(float(want.mean()), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ figures
+def test_figures_are_drawn_from_the_tables(tmp_path):
+    from dlmeval.protocols.robust.figures import draw_figures
+
+    conds = ["char.keyboard@0.10", "char.keyboard@0.20", "word.deletion@0.10"]
+    spec = rb.parse_spec(
+        {
+            "tasks": {"arc_challenge": {"n": 20, "modes": ["likelihood"]}},
+            "conditions": {"keys": conds},
+            "pairs": [{"dlm": "d", "ar": "a"}],
+            "stats": {"bootstrap_resamples": 200},
+        }
+    )
+    recs = []
+    for model, role, ks in (("d", "dlm", [18, 17, 15, 16]), ("a", "ar", [17, 16, 10, 14])):
+        for cond, k in zip(["clean", *conds], ks):
+            for i in range(20):
+                recs.append({"task": "arc_challenge", "mode": "likelihood", "model": model, "role": role,
+                             "condition": cond, "item_id": f"arc_challenge/{i}", "seed": None if cond == "clean" else 0,
+                             "correct": i < k, "confidence": {"choice/softmax": 0.6 + 0.01 * (i % 5)}})  # fmt: skip
+    t = rb.all_tables(recs, spec, {"d vs a": ("d", "a")})
+    files = {p.name for p in draw_figures(t, tmp_path)}
+    assert {"rdi_advantage.png", "accuracy_vs_rate_arc_challenge.png", "rdi_heatmap_arc_challenge.png",
+            "clean_accuracy_ece.png", "ece_auroc_vs_rate_arc_challenge.png", "pair_summary_1.png"} <= files  # fmt: skip
+    assert not {"dgcg_arc_challenge.png", "mechanism.png", "ipm_variants.png"} & files  # no such tables
+    assert all((tmp_path / f).stat().st_size > 1000 for f in files)
+    m = t["calibration_ablation_mean"]
+    assert m.empty  # likelihood only: the ablation covers generations

@@ -142,7 +142,10 @@ def run_robust(
         )
         if spec.calibration.plots:
             try:
+                from dlmeval.protocols.robust.figures import draw_figures
+
                 result.figures = plot_reliability(result.tables["reliability"], result.out_dir)
+                result.figures += draw_figures(result.tables, result.out_dir)
             except ImportError as e:  # matplotlib is optional for the tables
                 result.warnings.append(f"figures not drawn: {e}")
     return result
