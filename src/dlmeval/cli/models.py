@@ -29,5 +29,12 @@ def run(args) -> int:
             f"{r['spec']:<12} {r['kind']:<10} {'yes' if r['available'] else 'no':<3} {r['description']}"
         )
         lines.append(f"{'':<27}-> {r['where']}")
+    from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
+
+    version, ok = transformers_status()
+    lines.append(
+        f"transformers {version} installed; LLaDA / Dream remote code is supported with transformers "
+        f"{SUPPORTED_TRANSFORMERS}{'' if ok else ' (outside that range: expect those checkpoints to fail)'}"
+    )
     emit(args, rows, "\n".join(lines))
     return 0

@@ -33,6 +33,7 @@ DREAM_IM_END_ID = 151645
 class DreamLM(DiffusionLM):
     family = "dream"
     logit_shift = 1
+    native_schedule = "dream"  # diffusion_generate: int(M * (1 - s / t)) per step, a pass at every step
     prepend_bos = True
 
     def __init__(self, module, tokenizer, **kw):
@@ -70,7 +71,7 @@ def load_dream(
 ) -> DreamLM:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    from dlmeval.models.llada import _generation_config
+    from dlmeval.models.llada import _generation_config, _version_note
     from dlmeval.models.tokens import special_ids_from_files
 
     if not Path(path).exists() and not allow_download:
@@ -113,5 +114,5 @@ def load_dream(
         pad_token_id=pad if pad is not None else eos[0],
         chat_template=bool(getattr(tok, "chat_template", None)),
     )
-    m.load_warnings = notes
+    m.load_warnings = notes + _version_note("dream")
     return m

@@ -41,6 +41,20 @@ class LLaDALM(DiffusionLM):
         return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
 
 
+def _version_note(family: str) -> list[str]:
+    """A warning when the installed transformers is outside the range the families' remote code runs on."""
+    import warnings
+
+    from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
+
+    version, ok = transformers_status()
+    if ok:
+        return []
+    note = f"{family}: transformers {version} is outside {SUPPORTED_TRANSFORMERS}, the range its remote code runs on"
+    warnings.warn(note, UserWarning, stacklevel=3)
+    return [note]
+
+
 def _generation_config(path: str, kw: dict):
     from transformers import GenerationConfig
 
@@ -112,5 +126,5 @@ def load_llada(
         pad_token_id=pad if pad is not None else eos[0],
         chat_template=bool(getattr(tok, "chat_template", None)),
     )
-    m.load_warnings = notes
+    m.load_warnings = notes + _version_note("llada")
     return m

@@ -24,6 +24,19 @@ from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
 
+#: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
+#: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
+SUPPORTED_TRANSFORMERS = ">=4.56,<4.58"
+
+
+def transformers_status() -> tuple[str, bool]:
+    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``."""
+    import transformers
+    from packaging.specifiers import SpecifierSet
+
+    v = transformers.__version__
+    return v, v in SpecifierSet(SUPPORTED_TRANSFORMERS)
+
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -77,13 +90,15 @@ REGISTRY: dict[str, ModelEntry] = {
     "llada:PATH": ModelEntry(
         "llada:PATH",
         "diffusion",
-        "LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code",
+        "LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code; "
+        f"transformers {SUPPORTED_TRANSFORMERS}",
         _needs_path,
     ),
     "dream:PATH": ModelEntry(
         "dream:PATH",
         "diffusion",
-        "Dream family (mask 151666, shifted logits re-aligned); remote code only with --trust-remote-code",
+        "Dream family (mask 151666, shifted logits re-aligned); remote code only with --trust-remote-code; "
+        f"transformers {SUPPORTED_TRANSFORMERS}",
         _needs_path,
     ),
     "causal:PATH": ModelEntry(
@@ -93,10 +108,16 @@ REGISTRY: dict[str, ModelEntry] = {
         "tiny-bert", "diffusion", "random 2-layer BERT MLM over a 120-word vocabulary (tests)", _always
     ),
     "tiny-llada": ModelEntry(
-        "tiny-llada", "diffusion", "random LLaDA-like bidirectional Llama (tests)", _always
+        "tiny-llada",
+        "diffusion",
+        "LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own LLaDA-interface code (tests)",
+        _always,
     ),
     "tiny-dream": ModelEntry(
-        "tiny-dream", "diffusion", "random Dream-like shifted bidirectional Llama (tests)", _always
+        "tiny-dream",
+        "diffusion",
+        "Dream stand-in: auto_map directory, Dream's interface (4-D mask, shift, slow tokenizer) (tests)",
+        _always,
     ),
     "tiny-causal": ModelEntry("tiny-causal", "causal", "random 2-layer Llama causal LM (tests)", _always),
 }
