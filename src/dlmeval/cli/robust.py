@@ -121,6 +121,8 @@ def _plan(args, spec) -> int:
     rows = []
     for t in spec.tasks:
         gen, steps = t.budget()
+        if any(spec.sampler_for(p).steps for p in spec.pairs):
+            steps = "per pair (recipe)"  # a pair's sampler sets the steps
         rows.append(
             {
                 "task": t.name,
