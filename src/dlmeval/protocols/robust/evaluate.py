@@ -77,7 +77,14 @@ class Data:
         return self.all_items(task_name, path)[:n]
 
     def identity(self, spec: RobustSpec) -> dict[str, dict]:
-        return {t.name: data_identity(t.path, self.all_items(t.name, t.path)) for t in spec.tasks}
+        """The data identity of every task the spec reads: its tasks and those only a probe uses."""
+        names = [t.name for t in spec.tasks]
+        names += [n for _, p in spec.probes_ if p.enabled for n in p.tasks if n not in names]
+        out = {}
+        for name in dict.fromkeys(names):
+            path = self.path_of(spec, name)
+            out[name] = data_identity(path, self.all_items(name, path))
+        return out
 
     def path_of(self, spec: RobustSpec, task_name: str) -> str | None:
         return next((t.path for t in spec.tasks if t.name == task_name and t.path), None)

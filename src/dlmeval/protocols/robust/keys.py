@@ -83,6 +83,9 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
         if data is not None and t.name in data:
             d["data"] = dict(data[t.name])
         tasks[t.name] = d
+    for name, ident in (data or {}).items():  # tasks only a probe reads
+        if name not in tasks:
+            tasks[name] = {"data": dict(ident), "options": spec.task_or_default(name).task().settings()}
     out: dict[str, Any] = {
         "protocol": PROTOCOL_VERSION,
         "role": entry.role,
