@@ -45,9 +45,11 @@ def test_standin_is_a_remote_code_directory_loaded_through_automodel(kind):
     m = load_diffusion(f"{kind}:{d}", trust_remote_code=True)
     # the module class comes from the directory's code (transformers' dynamic modules), not from dlmeval
     assert type(m.module).__module__.startswith("transformers_modules.")
-    assert m.family == kind and m.vocab_size > len(
-        m.tokenizer
-    )  # a padded vocabulary, like the released models
+    assert m.family == kind
+    assert m.vocab_size > len(m.tokenizer)  # a padded vocabulary, like the released models
+    # tiny_model and the tiny-* specs take the same path
+    assert type(tiny_model(kind).module).__module__.startswith("transformers_modules.")
+    assert type(load_diffusion(f"tiny-{kind}").module).__module__.startswith("transformers_modules.")
 
 
 def test_llada_forward_takes_inputs_embeds_and_refuses_other_keywords(llada):
