@@ -269,8 +269,9 @@ META = ["meta-eval", "--benchmarks", "SFHOT", "--limit", "30", "--metrics", "lex
         (["--data-dir", "{empty}"], "not found"),
         (["--metrics", "diffscore", "--model", "no-such-model"], "unknown model spec"),
         (["--seed", "-1"], "--seed must be"),
+        (["--out", ""], "--out is empty"),
     ],
-    ids=["K0", "benchmark", "missing-data", "model", "seed"],
+    ids=["K0", "benchmark", "missing-data", "model", "seed", "out"],
 )
 def test_meta_eval_validates_before_it_opens_a_run(store, tmp_path, capsys, args, message):
     (tmp_path / "nodata").mkdir()

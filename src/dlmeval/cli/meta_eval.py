@@ -179,14 +179,18 @@ def run(args) -> int:
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])
     # validate, then open: the options, the data files and the models are checked before the store is opened
     # (or created), so a bad input leaves it exactly as it was
+    if args.out is not None and not args.out.strip():
+        raise InputError(
+            "--out is empty; pass a directory for the tables, or leave --out out for the default"
+        )
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(f"--out {args.out} is a file; pass a directory for the tables")
+    check_writable_store(args.store)
     suite = Suite(opts, None, command_line=command_line)
     if args.analysis:
         suite.dlm()
     else:
         suite.prepare()
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise InputError(f"--out {args.out} is a file; pass a directory for the tables")
-    check_writable_store(args.store)
     with RunStore(args.store) as store:
         suite.store = store
         if args.analysis:
