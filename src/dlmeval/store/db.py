@@ -260,8 +260,7 @@ class RunStore:
             check_writable_store(self.path)
         try:
             if self.read_only:
-                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
-                self._conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                self._conn = self._connect_read_only()
             else:
                 self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -278,6 +277,22 @@ class RunStore:
             raise InputError(
                 f"{self.path} is not a dlmeval run store ({e}); pass another --store PATH"
             ) from None
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # a WAL store in a directory this process cannot write (no -shm file can be made): read the file as
+            # it is on disk (SQLite's immutable mode), which is what a read-only medium holds
+            conn.close()
+            conn = sqlite3.connect(
+                uri + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
 
     def _check_foreign(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
