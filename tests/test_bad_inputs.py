@@ -184,7 +184,7 @@ def test_read_only_store_lists_but_refuses_writes(store, capsys, monkeypatch):
     before = _dump(store)
     os.chmod(store, 0o444)
     if os.geteuid() == 0:  # root writes through file modes: make the store read-only the way a mount would
-        monkeypatch.setattr("dlmeval.store.db._writable", lambda p: False)
+        monkeypatch.setattr("dlmeval.store.access._writable", lambda p: False)
     try:
         rc, out, err = _cli(capsys, "--store", str(store), "runs", "list")
         assert rc == 0 and "diffscore" in out and "done" in out, err

@@ -26,11 +26,17 @@ import sqlite3
 import sys
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlmeval.errors import InputError, StoreError
 from dlmeval.store import jsonsafe
+from dlmeval.store.access import (  # noqa: F401  (re-exported: dlmeval.store.db was their home)
+    DEFAULT_FILENAME,
+    STORE_ENV,
+    check_writable_store,
+    resolve_store_path,
+    store_message,
+)
 from dlmeval.store.signature import Signature, library_versions
 
 if TYPE_CHECKING:
@@ -39,8 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("dlmeval.store")
 
 SCHEMA_VERSION = 1
-STORE_ENV = "DLMEVAL_STORE"
-DEFAULT_FILENAME = "runs.sqlite"
 BUSY_TIMEOUT_S = 60.0
 
 _SCHEMA = """
@@ -90,67 +94,6 @@ _HEX = re.compile(r"^[0-9a-f]+$")
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def resolve_store_path(path: str | os.PathLike | None = None) -> Path:
-    """``path``, else ``$DLMEVAL_STORE``, else ``<user data dir>/dlmeval/runs.sqlite``; a directory gets
-    ``runs.sqlite`` inside it. An empty ``path`` (``--store ""``) is an error, not the default store."""
-    if path is not None:
-        if not str(path).strip():
-            raise InputError("--store is empty; pass a file path, or leave --store out for the default store")
-        p = Path(path)
-    elif os.environ.get(STORE_ENV, "").strip():
-        p = Path(os.environ[STORE_ENV])
-    else:
-        from platformdirs import user_data_dir
-
-        p = Path(user_data_dir("dlmeval")) / DEFAULT_FILENAME
-    p = p.expanduser()
-    if p.is_dir():
-        p = p / DEFAULT_FILENAME
-    return p
-
-
-def _writable(path: Path) -> bool:
-    """Whether this process may write ``path`` and create its journal files beside it."""
-    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
-
-
-def check_writable_store(path: str | os.PathLike | None = None) -> Path:
-    """The resolved store path if a writing command can use it (an existing writable file, or a new file in a
-    directory that exists or can be made); :class:`StoreError` otherwise. Creates nothing: commands call it before
-    their work so that a bad ``--store`` fails first and leaves no trace."""
-    p = resolve_store_path(path)
-    if p.exists():
-        if not p.is_file() or not os.access(p, os.R_OK):
-            raise StoreError(f"cannot read the run store {p}; pass another --store PATH")
-        if not _writable(p):
-            raise StoreError(
-                f"the run store {p} is read-only; pass a writable --store PATH "
-                "(reading it works: `dlmeval runs list --store ...`)"
-            )
-        return p
-    parent = p.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise StoreError(
-            f"cannot create the run store {p} ({parent} is not writable); pass a writable --store PATH"
-        )
-    return p
-
-
-def _store_message(path: Path, e: sqlite3.OperationalError) -> str:
-    msg = str(e)
-    if "full" in msg:
-        hint = "free disk space or pass another --store PATH"
-    elif "readonly" in msg or "read-only" in msg:
-        hint = "the file or its directory is read-only; pass a writable --store PATH"
-    elif "locked" in msg or "busy" in msg:
-        hint = "another process holds it; wait for it or pass another --store PATH"
-    else:
-        hint = "pass another --store PATH"
-    return f"run store {path}: {msg}; {hint}"
 
 
 def natural_key(key: str) -> list[tuple[int, Any]]:
@@ -272,7 +215,7 @@ class RunStore:
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._init_schema()
         except sqlite3.OperationalError as e:
-            raise StoreError(_store_message(self.path, e)) from None
+            raise StoreError(store_message(self.path, e)) from None
         except sqlite3.DatabaseError as e:
             raise InputError(
                 f"{self.path} is not a dlmeval run store ({e}); pass another --store PATH"
@@ -335,12 +278,12 @@ class RunStore:
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as e:
-            raise StoreError(_store_message(self.path, e)) from None
+            raise StoreError(store_message(self.path, e)) from None
         try:
             yield self._conn
         except sqlite3.OperationalError as e:
             self._rollback()
-            raise StoreError(_store_message(self.path, e)) from None
+            raise StoreError(store_message(self.path, e)) from None
         except BaseException:
             self._rollback()
             raise
@@ -348,7 +291,7 @@ class RunStore:
             self._conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             self._rollback()
-            raise StoreError(_store_message(self.path, e)) from None
+            raise StoreError(store_message(self.path, e)) from None
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
