@@ -610,7 +610,9 @@ def test_bad_sample_input_is_rejected_clearly(llada):
 def test_config_dict_and_records_are_json_ready(llada):
     res = RemaskingSampler(llada, SamplerConfig(length=8, steps=8, strategy="high_entropy")).sample(["a"])
     json.dumps(res.records())
-    assert res.config == {**SamplerConfig(length=8, steps=8, strategy="high_entropy").as_dict(), "nfe": None}
+    # the schedule as run: the model's own when the config leaves it open
+    want = SamplerConfig(length=8, steps=8, strategy="high_entropy", schedule="linear").as_dict()
+    assert res.config == {**want, "nfe": None}
 
 
 # --------------------------------------------------------------------------------------------- CLI
@@ -646,3 +648,135 @@ def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path):
     assert rc == 0 and "[0:0] nfe=6 steps=12" in text and "[0:1]" in text and "signature: " in text
     assert main(["sample", "--model", "tiny-bert", "--length", "6"]) == 2
     assert "--prompt" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------- Dream's own loop
+def _dream_reference(
+    model, prompt, *, length, steps, alg, temperature=0.0, alg_temp=0.0, top_p=1.0, seed, iid
+):
+    """Dream's ``diffusion_generate`` loop (``generation_utils._sample``) written from its published semantics:
+    ``timesteps = linspace(1, eps, steps + 1)``; every step a forward pass; ``origin`` transfers each masked
+    position with probability ``1 - s / t``; the others decode ``int(M * (1 - s / t))`` positions (all at the last
+    step) by confidence: ``maskgit_plus`` the shaped probability of the sampled token, ``entropy`` the negative
+    entropy; ``alg_temp`` draws them from ``softmax(confidence / alg_temp)`` without replacement. Shaped = top-p
+    of ``logits / temperature``. Random draws come from the row's generator in the sampler's order (Gumbel noise
+    for the token of every masked position, then one row of uniforms for the positions) so that a seeded run can
+    be compared token for token; the mask id is banned as dlmeval does."""
+    from dlmeval.sampling.fields import top_p_filter
+    from dlmeval.sampling.noise import gumbel_argmax, row_uniforms
+    from dlmeval.seeding import derive_seed, torch_generator
+
+    eps = 1e-3
+    gen = torch_generator(derive_seed(seed, "sample", iid))
+    mask = model.mask_token_id
+    ids, attn = model.pad([list(prompt) + [mask] * length])
+    start = ids.shape[1] - length
+    ts = torch.linspace(1, eps, steps + 1)
+    for i in range(steps):
+        x = ids[0, start:]
+        masked = (x == mask).nonzero().squeeze(1)
+        logits = model.logits(ids, attn)[0, start:].float()
+        logits[:, mask] = torch.finfo(torch.float32).min
+        z = logits[masked]
+        shaped = top_p_filter(z / temperature if temperature > 0 else z, top_p)
+        probs = torch.softmax(shaped, -1)
+        u = None
+        if temperature > 0:
+            u = row_uniforms([gen], [len(masked)], gumbel_noise_width(z.shape[1]))
+        x0 = gumbel_argmax(z, temperature, u) if temperature > 0 else z.argmax(-1)
+        if temperature > 0 and top_p < 1:  # sample from the nucleus: the same noise, the shaped logits
+            x0 = gumbel_argmax(shaped * temperature, temperature, u)
+        last = i == steps - 1
+        ratio = 1.0 if last else float(1 - ts[i + 1] / ts[i])
+        if alg == "origin":
+            flips = row_uniforms([gen], [1], length)[0]
+            take = masked[flips[masked] < ratio]
+            x[take] = x0[torch.isin(masked, take)]
+        else:
+            if alg == "maskgit":
+                conf = probs.gather(1, x0[:, None]).squeeze(1)
+            else:
+                conf = (probs * torch.log_softmax(shaped, -1).nan_to_num(neginf=0.0)).sum(-1)
+            k = len(masked) if last else int(torch.tensor(float(len(masked))) * (1 - ts[i + 1] / ts[i]))
+            full = torch.full((length,), -math.inf, dtype=torch.float64)
+            full[masked] = conf.double()
+            if alg_temp > 0:
+                from dlmeval.sampling.noise import gumbel
+
+                full = full / alg_temp + gumbel(row_uniforms([gen], [1], length)[0])
+            if k > 0:
+                pick = torch.topk(full, k).indices
+                x[pick] = x0[torch.searchsorted(masked, pick)]
+        ids[0, start:] = x
+    return ids[0, start:].tolist()
+
+
+@pytest.mark.parametrize(
+    "alg, temperature, alg_temp, top_p",
+    [
+        ("maskgit", 0.0, 0.0, 1.0),
+        ("entropy", 0.0, 0.0, 1.0),
+        ("origin", 0.0, 0.0, 1.0),
+        ("maskgit", 0.7, 0.0, 0.9),
+        ("entropy", 0.5, 0.3, 0.95),
+        ("origin", 0.8, 0.0, 0.9),
+    ],
+)
+def test_dream_schedule_equals_a_reference_of_dreams_loop(dream, alg, temperature, alg_temp, top_p):
+    cfg = SamplerConfig(
+        length=12,
+        steps=7,
+        strategy=alg,
+        temperature=temperature,
+        position_temperature=alg_temp,
+        top_p=top_p,
+        stop_at_eos=False,
+        seed=5,
+    )
+    sampler = RemaskingSampler(dream, cfg)
+    assert sampler.config.schedule == "dream"  # the Dream family's own schedule is the default
+    prompts = ["the cat sat", "one two three four"]
+    res = sampler.sample(prompts, item_ids=["a", "b"])
+    for b, p in enumerate(prompts):
+        ref = _dream_reference(
+            dream,
+            sampler.encode_prompt(p),
+            length=12,
+            steps=7,
+            alg=alg,
+            temperature=temperature,
+            alg_temp=alg_temp,
+            top_p=top_p,
+            seed=cfg.seed,
+            iid=["a", "b"][b],
+        )
+        assert res.tokens[b].tolist() == ref, (alg, b)
+    # every step is a pass, as in Dream's loop, even one that decodes nothing (int(M (1 - s/t)) = 0 early on)
+    assert res.nfe.tolist() == [7, 7] == [res.nfe_predicted] * 2
+    if alg != "origin":  # origin's first step flips a coin per position instead
+        assert res.history.unmasked[0].tolist() == [1, 1]  # int(12 * (1 - s / t)) at the first of 7 steps
+
+
+def test_dream_transfer_counts_and_schedule_choice(dream, llada):
+    from dlmeval.sampling import dream_transfer_count
+
+    # int(M (1 - s / t)) with t, s on linspace(1, 1e-3, S + 1): 12 tokens over 7 steps
+    counts, m = [], 12
+    for i in range(7):
+        c = dream_transfer_count(m, i, 7)
+        counts.append(c)
+        m -= c
+    # by hand: 12 x 0.1427 = 1.71, 11 x 0.1665 = 1.83, 10 x 0.1997 = 1.997, 9 x 0.2496 = 2.25, 7 x 0.3326 = 2.33,
+    # 5 x 0.4983 = 2.49, then the last step takes the remaining 3
+    assert counts == [1, 1, 1, 2, 2, 2, 3] and sum(counts) == 12
+    assert RemaskingSampler(llada, SamplerConfig(length=8, steps=8)).config.schedule == "linear"
+    # a re-masking strategy on Dream runs the linear schedule (Dream's loop never re-masks), and asking for
+    # Dream's schedule with one is refused
+    assert (
+        RemaskingSampler(dream, SamplerConfig(length=8, steps=8, strategy="random")).config.schedule
+        == "linear"
+    )
+    with pytest.raises(InputError, match="never re-masks"):
+        SamplerConfig(length=8, steps=8, strategy="random", schedule="dream")
+    lin = RemaskingSampler(dream, SamplerConfig(length=12, steps=7, strategy="maskgit", schedule="linear"))
+    assert lin.sample(["the cat"]).history.unmasked[:, 0].tolist() == linear_schedule(12, 7)

@@ -83,6 +83,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep EOS/EoT but unmask it after every other position of the block (LLaDA App. B.4)",
     )
     g.add_argument(
+        "--schedule",
+        choices=["linear", "dream"],
+        default=None,
+        help="tokens decoded per step: linear (LLaDA's get_num_transfer_tokens) or dream (Dream's "
+        "diffusion_generate); default: the model family's own (dream for Dream checkpoints)",
+    )
+    g.add_argument(
+        "--top-p",
+        type=float,
+        default=1.0,
+        help="nucleus filtering of the sampling distribution (Dream's top_p)",
+    )
+    g.add_argument(
         "--accounting",
         choices=["paper", "refill"],
         default="paper",
@@ -141,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         stop_at_eos=not args.no_stop_at_eos,
         seed=args.seed,
         accounting=args.accounting,
+        schedule=args.schedule,
+        top_p=args.top_p,
     )
     model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
     sampler = RemaskingSampler(model, cfg)

@@ -270,6 +270,9 @@ class DiffusionLM(_TokenizerMixin):
     logit_shift: int = 0
     #: whether the network takes the masking level as an input; if not, a step that changes no token is a no-op.
     time_conditioned: bool = False
+    #: the unmasking schedule of the family's own sampler (``dlmeval.sampling.SCHEDULES``): the sampler's
+    #: default for strategies that never re-mask
+    native_schedule: str = "linear"
 
     def __init__(
         self,

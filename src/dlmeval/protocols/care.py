@@ -412,9 +412,10 @@ def _run_model(
     done = run.done_keys()
     records: list[dict] = []
     tc = bool(getattr(model, "time_conditioned", False))
+    native = str(getattr(model, "native_schedule", "linear"))
     with progress_bar(f"care {model_spec}", len(cells), enabled=progress) as bar:
         for cell in cells:
-            canon = canonical_cell(spec, cell, time_conditioned=tc)
+            canon = canonical_cell(spec, cell, time_conditioned=tc, native_schedule=native)
             key = f"cell/{canon.key}"
             if key not in done:
                 t0 = time.perf_counter()
@@ -440,14 +441,17 @@ def _run_model(
     return records, down
 
 
-def canonical_cell(spec: CareSpec, cell: Cell, *, time_conditioned: bool = False) -> Cell:
+def canonical_cell(
+    spec: CareSpec, cell: Cell, *, time_conditioned: bool = False, native_schedule: str = "linear"
+) -> Cell:
     """The cell whose generations are provably identical to ``cell``'s, named by nominal steps: a compute-matched
     cell becomes the nominal-steps cell its budget resolves to, and a strategy that never re-masks keeps only
     the steps that decode something (:func:`dlmeval.sampling.equivalent_steps`: ``none`` at 128 and 256 steps
     with 128 tokens is one cell). The cell itself when nothing applies."""
-    from dlmeval.sampling import equivalent_steps, steps_for_nfe
+    from dlmeval.sampling import STRATEGIES, equivalent_steps, steps_for_nfe
 
     g = spec.generation
+    schedule = "linear" if STRATEGIES[cell.strategy].remasks else native_schedule
     steps = cell.steps
     if steps is None:
         steps, _ = steps_for_nfe(
@@ -458,6 +462,7 @@ def canonical_cell(spec: CareSpec, cell: Cell, *, time_conditioned: bool = False
             remask_fraction=cell.fraction,
             accounting=g.accounting,
             time_conditioned=time_conditioned,
+            schedule=schedule,
         )
     steps = equivalent_steps(
         g.gen_tokens,
@@ -465,6 +470,7 @@ def canonical_cell(spec: CareSpec, cell: Cell, *, time_conditioned: bool = False
         strategy=cell.strategy,
         block_length=g.block_length,
         time_conditioned=time_conditioned,
+        schedule=schedule,
     )
     if steps == cell.steps:
         return cell

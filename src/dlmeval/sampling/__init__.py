@@ -46,7 +46,9 @@ Dream's ``origin``, ``entropy``, ``maskgit`` (unmasking orders); see :mod:`dlmev
 
 from dlmeval.sampling.config import (
     ACCOUNTINGS,
+    SCHEDULES,
     SamplerConfig,
+    dream_transfer_count,
     equivalent_steps,
     linear_schedule,
     predict_nfe,
@@ -59,6 +61,7 @@ from dlmeval.sampling.strategies import STRATEGIES, StepView, Strategy, get_stra
 
 __all__ = [
     "ACCOUNTINGS",
+    "SCHEDULES",
     "STRATEGIES",
     "RemaskingSampler",
     "SampleResult",
@@ -66,6 +69,7 @@ __all__ = [
     "SamplingHistory",
     "StepView",
     "Strategy",
+    "dream_transfer_count",
     "equivalent_steps",
     "get_strategy",
     "gumbel_argmax",

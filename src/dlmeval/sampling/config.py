@@ -46,6 +46,8 @@ from dlmeval.errors import InputError
 
 #: the NFE accountings (see the module doc)
 ACCOUNTINGS = ("paper", "refill")
+#: the unmasking schedules (see :class:`SamplerConfig`)
+SCHEDULES = ("linear", "dream")
 
 #: tolerance when flooring ``fraction * count`` so that e.g. 0.29 * 100 gives 29, not 28
 _FLOOR_EPS = 1e-9
@@ -70,6 +72,11 @@ class SamplerConfig:
     B.4: EOS ranked last in the confidence ranking rather than banned). ``stop_at_eos`` ends a row once its
     text up to the first EOS can no longer change. ``accounting`` is ``"paper"`` (re-masked tokens are decoded
     again with real passes; the default) or ``"refill"`` (one pass per nominal step), see the module doc.
+    ``schedule`` is how many tokens a step decodes: ``"linear"`` (LLaDA's ``get_num_transfer_tokens``),
+    ``"dream"`` (Dream's ``diffusion_generate``: ``int(M * (1 - s / t))`` of the ``M`` masked positions over
+    ``t = linspace(1, eps, steps + 1)``, every step a forward pass, ``origin`` transferring each masked position
+    with probability ``1 - s / t``) or None: the model's own (``model.native_schedule``; ``linear`` for every
+    family but Dream). ``top_p`` is nucleus filtering of the sampling distribution (Dream's ``top_p``).
     """
 
     length: int = 128
@@ -85,6 +92,9 @@ class SamplerConfig:
     stop_at_eos: bool = True
     seed: int = 0
     accounting: str = "paper"
+    schedule: str | None = None
+    top_p: float = 1.0
+    eps: float = 1e-3
 
     def __post_init__(self) -> None:
         from dlmeval.sampling.strategies import STRATEGIES
@@ -146,6 +156,19 @@ class SamplerConfig:
                     f"once 2k / B of the block's steps have passed) {self.strategy} would never re-mask; use "
                     f"a fraction in [{1 / self.block:g}, 0.5), a longer block, or accounting='refill'"
                 )
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise InputError(
+                f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)} (or omit it: the "
+                "model's own)"
+            )
+        if self.schedule == "dream" and STRATEGIES[self.strategy].remasks:
+            raise InputError(
+                f"the dream schedule is Dream's own loop, which never re-masks; {self.strategy} re-masks: use "
+                "schedule='linear' for it"
+            )
+        for name, v in (("top_p", self.top_p), ("eps", self.eps)):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+                raise InputError(f"{name} must be in (0, 1], got {v!r}")
         if self.suppress_eos and self.eos_rank_last:
             raise InputError("suppress_eos bans EOS and eos_rank_last keeps it (ranked last): choose one")
 
@@ -171,6 +194,32 @@ class SamplerConfig:
     def with_steps(self, steps: int) -> SamplerConfig:
         """The same settings with the nominal steps fixed (and no NFE target)."""
         return replace(self, steps=steps, nfe=None)
+
+
+def _dream_ratio(step: int, steps: int, eps: float) -> float:
+    """``1 - s / t`` for Dream's ``timesteps = torch.linspace(1, eps, steps + 1)``, in float32 as Dream computes
+    it (a float64 ratio truncates differently where ``masked * ratio`` is close to a whole number)."""
+    import torch
+
+    ts = torch.linspace(1, eps, steps + 1, dtype=torch.float32)
+    return float(1 - ts[step + 1] / ts[step])
+
+
+def dream_transfer_count(masked: int, step: int, steps: int, eps: float = 1e-3) -> int:
+    """Tokens Dream's ``diffusion_generate`` decodes at ``step`` of ``steps`` with ``masked`` positions still
+    masked: ``int(masked * (1 - s / t))`` for ``t, s`` consecutive points of ``linspace(1, eps, steps + 1)``, and
+    every remaining one at the last step."""
+    import torch
+
+    if step >= steps - 1:
+        return masked
+    ts = torch.linspace(1, eps, steps + 1, dtype=torch.float32)
+    return int(torch.tensor(float(masked)) * (1 - ts[step + 1] / ts[step]))
+
+
+def dream_transfer_probability(step: int, steps: int, eps: float = 1e-3) -> float:
+    """Dream ``origin``'s per-position transfer probability ``1 - s / t`` (1 at the last step)."""
+    return 1.0 if step >= steps - 1 else _dream_ratio(step, steps, eps)
 
 
 def linear_schedule(masked: int, steps: int) -> list[int]:
@@ -207,15 +256,19 @@ def predict_nfe(
     remask_fraction: float = 0.15,
     accounting: str = "paper",
     time_conditioned: bool = False,
+    schedule: str = "linear",
 ) -> int:
     """Forward passes per row under the count rules of ``accounting`` (no EOS stop; exact for every strategy
-    but ``agreement``, for which it is an upper bound)."""
+    but ``agreement``, for which it is an upper bound). Under the ``dream`` schedule every nominal step is a
+    pass, as in Dream's loop."""
     if accounting not in ACCOUNTINGS:
         raise InputError(f"unknown accounting {accounting!r}; choose one of {', '.join(ACCOUNTINGS)}")
     remasks, scoring = _strategy_traits(strategy)
     block = block_length or length
     nb = length // block
     per_block = [steps // nb + (1 if j < steps % nb else 0) for j in range(nb)]
+    if schedule == "dream":
+        return steps
     replay = _paper_block if accounting == "paper" else _refill_block
     return sum(replay(block, s_b, remasks, scoring, remask_fraction, time_conditioned) for s_b in per_block)
 
@@ -260,6 +313,7 @@ def equivalent_steps(
     strategy: str = "none",
     block_length: int | None = None,
     time_conditioned: bool = False,
+    schedule: str = "linear",
 ) -> int:
     """The smallest nominal step count whose sample is provably identical to ``steps``'s (same tokens at any
     temperature and seed): for a strategy that never re-masks on a model that is not time-conditioned, the
@@ -268,7 +322,7 @@ def equivalent_steps(
     remasks, _ = _strategy_traits(strategy)
     block = block_length or length
     nb = length // block
-    if remasks or time_conditioned or steps // nb < block:
+    if remasks or time_conditioned or schedule != "linear" or steps // nb < block:
         return steps
     return nb * block
 
@@ -282,6 +336,7 @@ def steps_for_nfe(
     remask_fraction: float = 0.15,
     accounting: str = "paper",
     time_conditioned: bool = False,
+    schedule: str = "linear",
 ) -> tuple[int, int]:
     """Nominal steps whose predicted NFE is ``target``: the smallest such, else (when no step count reaches it,
     e.g. ``none`` asked for more than ``length`` passes) the step count with the NFE closest to the target
@@ -293,6 +348,7 @@ def steps_for_nfe(
         remask_fraction=remask_fraction,
         accounting=accounting,
         time_conditioned=time_conditioned,
+        schedule=schedule,
     )
     if target < nb:
         raise InputError(f"an NFE of {target} cannot cover {nb} blocks; ask for nfe >= {nb}")

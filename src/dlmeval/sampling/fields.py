@@ -23,6 +23,21 @@ FIELDS = ("confidence", "entropy", "argmax", "tempered_confidence", "tempered_en
 ROW_CHUNK = 16
 
 
+def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus filtering of ``logits [N, V]`` (a new tensor): per row, the smallest set of most likely tokens
+    whose probability reaches ``top_p`` keeps its logits, the rest get ``finfo.min``. The token that crosses
+    ``top_p`` is kept, and so is the most likely one always (Dream's ``top_p_logits``, Holtzman et al.)."""
+    if top_p >= 1.0:
+        return logits.clone()
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
+    drop = cum > top_p
+    drop[:, 1:] = drop[:, :-1].clone()
+    drop[:, 0] = False
+    mask = torch.zeros_like(drop).scatter_(1, order, drop)
+    return logits.masked_fill(mask, torch.finfo(logits.dtype).min)
+
+
 def step_fields(
     logits: torch.Tensor,
     *,
@@ -32,18 +47,20 @@ def step_fields(
     temperature: float,
     uniforms: torch.Tensor | None,
     needs: frozenset[str] | set[str],
+    top_p: float = 1.0,
     chunk: int = ROW_CHUNK,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Candidates and the ``needs`` fields for the rows of ``logits [N, V]`` (float32; banned ids are overwritten
     with ``finfo.min`` in place, so they get probability 0 and the rest is renormalised).
 
-    * The first ``n_masked`` rows are masked positions: there a candidate is sampled from
-      ``softmax(logits / temperature)`` by the two-level Gumbel-max (argmax at temperature 0) with ``uniforms``
-      (``[n_masked, gumbel_noise_width(V)]`` float64, one row per logits row). The other rows are decided
-      positions: their candidate is ``current [N]``, the token the position holds. (Masked rows first, so that
-      every chunk is one kind and nothing is copied out by a boolean index.)
+    * The first ``n_masked`` rows are masked positions: there a candidate is sampled from the *shaped*
+      distribution ``softmax(top_p_filter(logits / temperature))`` by the two-level Gumbel-max (argmax at
+      temperature 0) with ``uniforms`` (``[n_masked, gumbel_noise_width(V)]`` float64, one row per logits row).
+      The other rows are decided positions: their candidate is ``current [N]``, the token the position holds.
+      (Masked rows first, so that every chunk is one kind and nothing is copied out by a boolean index.)
     * ``confidence``: probability of the candidate; ``entropy`` (nats); ``argmax``; ``tempered_*`` the same under
-      ``softmax(logits / temperature)`` (equal to the untempered ones at temperature 0).
+      the shaped distribution (Dream's ``sample_tokens``: temperature, then top-p; equal to the plain ones at
+      temperature 0 without top-p).
 
     Returns ``(candidates [N], {field: [N]})``.
     """
@@ -53,12 +70,15 @@ def step_fields(
     n = logits.shape[0]
     if not 0 <= n_masked <= n:
         raise ValueError(f"n_masked={n_masked} outside [0, {n}]")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p={top_p} outside (0, 1]")
     tempered = temperature > 0
+    shaped = tempered or top_p < 1
     if tempered and n_masked and (uniforms is None or uniforms.shape[0] != n_masked):
         raise ValueError(f"need {n_masked} rows of uniforms for sampling at temperature {temperature}")
     of_tempered = {k.removeprefix("tempered_") for k in needs if k.startswith("tempered_")}
-    plain_needs = {k for k in needs if not k.startswith("tempered_")} | (set() if tempered else of_tempered)
-    temp_needs = of_tempered if tempered else set()
+    plain_needs = {k for k in needs if not k.startswith("tempered_")} | (set() if shaped else of_tempered)
+    temp_needs = of_tempered if shaped else set()
     dev = logits.device
     out = {k: torch.empty(n, dtype=torch.long if k == "argmax" else torch.float32, device=dev) for k in needs}
     cand = current.clone()
@@ -70,20 +90,23 @@ def step_fields(
         z.index_fill_(1, banned, lo)
         a = p = None
         if temp_needs or (tempered and s < n_masked):
-            a = (z * (1.0 / temperature)).index_fill_(1, banned, lo)  # finfo.min / T would overflow to -inf
+            a = (z * (1.0 / temperature)) if tempered else z.clone()
+            a.index_fill_(1, banned, lo)  # finfo.min / T would overflow to -inf
+            if top_p < 1:
+                a = top_p_filter(a, top_p)
             p = torch.softmax(a, dim=-1)
         if s < n_masked:
             if tempered:
                 assert uniforms is not None
                 cand[s:e] = gumbel_pick(a, p, uniforms[s:e])
             else:
-                cand[s:e] = z.argmax(dim=-1)
+                cand[s:e] = z.argmax(dim=-1)  # the top-p nucleus always keeps the argmax
         tgt = cand[s:e].unsqueeze(1)
         if plain_needs:
             for k, v in _dist_fields(z, torch.softmax(z, dim=-1), tgt, plain_needs).items():
                 if k in needs:
                     out[k][s:e] = v
-                if not tempered and "tempered_" + k in needs:
+                if not shaped and "tempered_" + k in needs:
                     out["tempered_" + k][s:e] = v
         if temp_needs:
             for k, v in _dist_fields(a, p, tgt, temp_needs).items():

@@ -16,6 +16,8 @@ from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, length_sorted_batches
 from dlmeval.sampling.config import (
     SamplerConfig,
+    dream_transfer_count,
+    dream_transfer_probability,
     linear_schedule,
     paper_remask_k,
     paper_window_start,
@@ -183,12 +185,16 @@ class RemaskingSampler:
         self.model = model
         self.strategy = get_strategy(config.strategy, remask_fraction=config.remask_fraction)
         self.time_conditioned = bool(getattr(model, "time_conditioned", False))
+        if config.schedule is None:  # the family's own schedule; Dream's loop never re-masks
+            native = str(getattr(model, "native_schedule", "linear"))
+            config = replace(config, schedule="linear" if self.strategy.remasks else native)
         kw = dict(
             strategy=config.strategy,
             block_length=config.block_length,
             remask_fraction=config.remask_fraction,
             accounting=config.accounting,
             time_conditioned=self.time_conditioned,
+            schedule=config.schedule,
         )
         self.nfe_target = config.nfe
         if config.nfe is not None:
@@ -294,7 +300,10 @@ class RemaskingSampler:
             )
         ids, attn = m.pad([p + [mask_id] * length for p in prompt_ids])
         st = _Batch(self, ids, attn, prompt_ids, item_ids)
-        block_loop = self._paper_block if cfg.accounting == "paper" else self._refill_block
+        if cfg.schedule == "dream":
+            block_loop = self._dream_block
+        else:
+            block_loop = self._paper_block if cfg.accounting == "paper" else self._refill_block
         for j, s_b in enumerate(cfg.block_steps()):
             block_loop(st, j, s_b)
             if not bool(st.active.any()):
@@ -345,6 +354,33 @@ class RemaskingSampler:
                 self._decode(st, rows, k_all, sl, block=j, block_step=i, block_steps=s_b)
             st.end_step()
             if self._can_stop and (last or not strat.remasks):
+                st.stop_finished_rows(self._eos)
+
+    def _dream_block(self, st: _Batch, j: int, s_b: int) -> None:
+        """One block under Dream's own loop (``diffusion_generate``): every step is a forward pass, even one that
+        decodes nothing; step ``i`` decodes ``int(M * (1 - s / t))`` of the ``M`` masked positions (all at the
+        last step), or, for a strategy that transfers by coin flips (``origin``), each masked position with
+        probability ``1 - s / t``."""
+        cfg, blk = self.config, self.config.block
+        sl = slice(j * blk, (j + 1) * blk)
+        bernoulli = self.strategy.transfer == "bernoulli"
+        for i in range(s_b):
+            if not bool(st.active.any()):
+                break
+            st.begin_step()
+            rows = st.active.nonzero().squeeze(1)
+            if bernoulli:
+                k_un = st.masked[rows, sl].sum(1)
+                p = dream_transfer_probability(i, s_b, cfg.eps)
+            else:
+                counts = st.masked[rows, sl].sum(1).tolist()
+                k_un = torch.tensor(
+                    [dream_transfer_count(c, i, s_b, cfg.eps) for c in counts], device=rows.device
+                )
+                p = None
+            self._decode(st, rows, k_un, sl, transfer_p=p, block=j, block_step=i, block_steps=s_b)
+            st.end_step()
+            if self._can_stop:
                 st.stop_finished_rows(self._eos)
 
     def _refill_block(self, st: _Batch, j: int, s_b: int) -> None:
@@ -404,13 +440,15 @@ class RemaskingSampler:
         sl: slice,
         *,
         k_re: torch.Tensor | None = None,
+        transfer_p: float | None = None,
         block: int,
         block_step: int,
         block_steps: int,
     ) -> torch.Tensor:
-        """A decode pass for ``rows``: unmask ``k_un`` masked positions of the block ``sl``. Under the refill
-        accounting (``k_re`` given) it also re-masks ``k_re`` decided tokens chosen from the same logits.
-        Returns the re-mask count per row."""
+        """A decode pass for ``rows``: unmask ``k_un`` masked positions of the block ``sl`` (with ``transfer_p``,
+        each masked position with that probability instead: Dream's ``origin``). Under the refill accounting
+        (``k_re`` given) it also re-masks ``k_re`` decided tokens chosen from the same logits. Returns the
+        re-mask count per row."""
         m, strat, cfg = self.model, self.strategy, self.config
         dev, blk, n_r = m.device, cfg.block, rows.numel()
         temp, pos_temp = float(cfg.temperature), float(cfg.position_temperature)
@@ -439,6 +477,7 @@ class RemaskingSampler:
             temperature=temp,
             uniforms=u,
             needs=needs,
+            top_p=float(cfg.top_p),
         )
         st.timing["fields_s"] += time.perf_counter() - t0
         vocab = int(flat.shape[1])
@@ -459,11 +498,17 @@ class RemaskingSampler:
         if remask_now:
             assert k_re is not None
             rem = top_k_mask(torch.where(dec_w, strat.remask_scores(view).double(), -math.inf), k_re)
-        sc = strat.unmask_scores(view).double()
-        if pos_temp > 0:
-            sc = sc / pos_temp + gumbel(row_uniforms(gens, [1] * n_r, blk, device=dev))
-        sc = torch.nan_to_num(sc, nan=-1e300, posinf=1e300, neginf=-1e300)  # every masked position eligible
-        unm = self._unmask_choice(sc, msk_w, k_un, cand)
+        if transfer_p is not None:  # coin flips from the rows' own generators
+            flips = row_uniforms(gens, [1] * n_r, blk, device=dev)
+            unm = msk_w & (flips < transfer_p)
+        else:
+            sc = strat.unmask_scores(view).double()
+            if pos_temp > 0:
+                sc = sc / pos_temp + gumbel(row_uniforms(gens, [1] * n_r, blk, device=dev))
+            sc = torch.nan_to_num(
+                sc, nan=-1e300, posinf=1e300, neginf=-1e300
+            )  # every masked position eligible
+            unm = self._unmask_choice(sc, msk_w, k_un, cand)
 
         prev_w = st.prev_tok[rows, sl]
         replaced = unm & (prev_w >= 0) & (prev_w != cand)

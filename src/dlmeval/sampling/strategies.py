@@ -30,8 +30,9 @@ or from the re-mask count (re-masking, see :mod:`dlmeval.sampling.config`). A sc
   never re-mask (Dream's ``generation_utils.py``):
 
   ====================== ==============================================================================
-  ``origin``             uniformly random order (Dream's ``origin``; here with the schedule's counts, not
-                         Dream's Bernoulli transfer, so that steps and NFE are deterministic)
+  ``origin``             uniformly random order (Dream's ``origin``); under Dream's schedule (the default for
+                         the Dream family) each masked position is transferred with probability ``1 - s / t``
+                         as Dream's loop does; under the linear schedule, the schedule's counts in random order
   ``entropy``            lowest entropy of the tempered distribution first (Dream's ``entropy``)
   ``maskgit``            highest tempered probability of the sampled token first (Dream's ``maskgit_plus``)
   ====================== ==============================================================================
@@ -208,6 +209,9 @@ class Strategy:
     #: which positions :meth:`remask_scores` ranks under the paper's accounting: ``"decided"`` tokens only, or
     #: every position of the block (``"block"``, App. C.2's ``topk_mask`` over ``(B, L)``; masked picks no-ops)
     remask_pool: ClassVar[str] = "decided"
+    #: how positions are chosen under Dream's schedule: by rank of :meth:`unmask_scores` (``"rank"``) or by
+    #: Dream ``origin``'s coin flip per masked position (``"bernoulli"``)
+    transfer: ClassVar[str] = "rank"
 
     def __init__(self, remask_fraction: float = 0.15):
         self.remask_fraction = float(remask_fraction) if self.remasks else 0.0
@@ -313,6 +317,7 @@ class Agreement(Strategy):
 class Origin(Strategy):
     name = "origin"
     needs = frozenset()
+    transfer = "bernoulli"
 
     def unmask_scores(self, view):
         return view.uniform()
