@@ -227,6 +227,10 @@ def check_gradient(model) -> Check:
     e = emb(ids).detach().requires_grad_(True)
     with torch.no_grad():
         plain = model.logits(ids, attn)
+    # gradients to the embeddings only: no weight gradients (a 7B model's would need its size again in memory)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
     try:
         out = model.forward(None, attn, inputs_embeds=e).logits
         pos = attn.bool().clone()
@@ -235,6 +239,9 @@ def check_gradient(model) -> Check:
         (sc.logprob.sum() + out[attn.bool()].logsumexp(-1).sum()).backward()
     except TypeError as err:  # the module refused the embeddings keyword
         return Check("gradient", False, None, "finite, non-zero", f"forward(inputs_embeds=) failed: {err}")
+    finally:
+        for p in params:
+            p.requires_grad_(True)
     diff = float((out.detach() - plain).abs().max())
     gnorm = float(e.grad.norm()) if e.grad is not None else 0.0
     ok = diff <= _tol(model) and math.isfinite(gnorm) and gnorm > 0
