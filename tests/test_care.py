@@ -744,3 +744,14 @@ def test_model_label():
     assert care.model_label("llada:/models/LLaDA-8B-Base/") == "llada:LLaDA-8B-Base"
     assert care.model_label("default") == "default" and care.model_label("tiny-bert") == "tiny-bert"
     assert care.model_label("causal:meta-llama/Meta-Llama-3-8B") == "causal:Meta-Llama-3-8B"
+
+
+def test_a_spec_whose_fraction_would_never_remask_is_refused_before_running(tmp_path):
+    # 5 % of 16 generated tokens is int(0.8) = 0 positions: refused at load time, naming the setting
+    p = tmp_path / "bad.toml"
+    p.write_text(
+        'name = "bad"\npreset = "tiny"\n[sweep]\nstrategies = ["none"]\nsteps = [16]\n'
+        '[dose_response]\nstrategy = "high_entropy"\nsteps = 16\nfractions = [0.05]\n'
+    )
+    with pytest.raises(InputError, match="high_entropy at remask fraction 0.05.*never re-mask"):
+        load_spec(p)

@@ -431,6 +431,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     )
     if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
         raise InputError("spec: downstream needs steps or nfe budgets for its generation tasks")
+    _check_sampler_settings(gen, sweep, matched, dose)
 
     return CareSpec(
         name=spec_name,
@@ -447,6 +448,27 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         downstream=downstream,
         path=path,
     )
+
+
+def _check_sampler_settings(gen, sweep, matched, dose) -> None:
+    """Every (strategy, remask fraction) the spec samples with is one the sampler accepts (e.g. a fraction that
+    would never re-mask under the paper accounting), so a bad spec fails before any run opens."""
+    from dlmeval.sampling import SamplerConfig
+
+    pairs = {(st, sweep.remask_fraction) for st in (*sweep.strategies, *matched.strategies)}
+    pairs |= {(dose.strategy, f) for f in dose.fractions}
+    for strategy, fraction in sorted(pairs):
+        try:
+            SamplerConfig(
+                length=gen.gen_tokens,
+                steps=gen.gen_tokens,
+                block_length=gen.block_length,
+                strategy=strategy,
+                remask_fraction=fraction,
+                accounting=gen.accounting,
+            )
+        except InputError as e:
+            raise InputError(f"spec: {strategy} at remask fraction {fraction:g}: {e}") from None
 
 
 def _featurizer(v: Any) -> str:
