@@ -750,7 +750,7 @@ def test_a_spec_whose_fraction_would_never_remask_is_refused_before_running(tmp_
     # 5 % of 16 generated tokens is int(0.8) = 0 positions: refused at load time, naming the setting
     p = tmp_path / "bad.toml"
     p.write_text(
-        'name = "bad"\npreset = "tiny"\n[sweep]\nstrategies = ["none"]\nsteps = [16]\n'
+        'name = "bad"\npreset = "tiny"\n[sweep]\nstrategies = ["none", "high_entropy"]\nsteps = [16]\n'
         '[dose_response]\nstrategy = "high_entropy"\nsteps = 16\nfractions = [0.05]\n'
     )
     with pytest.raises(InputError, match="high_entropy at remask fraction 0.05.*never re-mask"):
