@@ -527,3 +527,18 @@ def test_a_failing_meta_eval_leaves_the_finished_shared_run_done(data_root, tmp_
     with RunStore(store) as st:
         status = {r["kind"]: r["status"] for r in st.list_runs()}
     assert status["meta-eval-lexical"] == "done" and status["meta-eval-diffscore"] == "running"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["care", "care-tiny", "--models", "llada:/nonexistent/llada"], "does not exist here"),
+        (["care", "care-tiny", "--models", "tiny-causal"], "autoregressive model"),
+        (["robust", "robust-tiny", "--dlm", "nope:thing"], "unknown model spec"),
+    ],
+)
+def test_care_and_robust_check_models_before_the_store_exists(tmp_path, capsys, argv, message):
+    store = tmp_path / "never.sqlite"
+    rc, _, err = _cli(capsys, "--store", str(store), "--no-progress", *argv)
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not store.exists()  # validate, then open: no store file was created

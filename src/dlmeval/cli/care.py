@@ -162,6 +162,16 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         return _plan(args, spec)
     out = args.out or f"care-out/{spec.name}"
+    # validate, then open: every model spec is checked before the store is opened (or created)
+    from dlmeval.models.registry import check_model_spec
+    from dlmeval.store.access import check_writable_store
+
+    for m in spec.models:
+        check_model_spec(m, allow_download=args.allow_download)
+    check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
+    if spec.metrics.featurizer.startswith("causal:"):
+        check_model_spec(spec.metrics.featurizer, role="causal", allow_download=args.allow_download)
+    check_writable_store(args.store)
     with RunStore(args.store) as store:
         res = run_care(spec, store, out_dir=out, **protocol_kwargs(args))
     from dlmeval.store import frame_records

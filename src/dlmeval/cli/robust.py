@@ -178,6 +178,14 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         return _plan(args, spec)
     out = args.out or f"robust-out/{spec.name}"
+    # validate, then open: every model spec is checked before the store is opened (or created)
+    from dlmeval.models.registry import check_model_spec
+    from dlmeval.store.access import check_writable_store
+
+    for pair in spec.pairs:
+        check_model_spec(pair.dlm, allow_download=args.allow_download)
+        check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
+    check_writable_store(args.store)
     with RunStore(args.store) as store:
         res = run_robust(spec, store, out_dir=out, **protocol_kwargs(args))
     payload = {

@@ -135,6 +135,41 @@ def _split(spec: str) -> tuple[str, str]:
     return spec, ""
 
 
+_DIFFUSION_KINDS = ("default", "hf", "llada", "dream", *(k for k in _TINY if k != "tiny-causal"))
+_CAUSAL_KINDS = ("default-ar", "causal", "tiny-causal")
+
+
+def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool = False) -> None:
+    """Refuse a model spec that cannot load, without loading it: an unknown form, a model of the wrong kind for
+    ``role`` (``"diffusion"`` or ``"causal"``), or a local path that does not exist (a hub id is allowed only
+    with ``allow_download``). Protocols call it for every model before they open a run store."""
+    kind, path = _split(spec)
+    known = _DIFFUSION_KINDS if role == "diffusion" else _CAUSAL_KINDS
+    other = _CAUSAL_KINDS if role == "diffusion" else _DIFFUSION_KINDS
+    if kind in other:
+        what = "an autoregressive" if role == "diffusion" else "a diffusion"
+        raise InputError(f"{spec!r} is {what} model; a {role} model is needed here (see `dlmeval models`)")
+    if kind not in known:
+        if Path(spec).exists():
+            return  # a bare path: the loader decides what it is
+        raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
+    if path and not Path(path).expanduser().exists() and not allow_download and not _in_hub_cache(path):
+        raise InputError(
+            f"model {spec!r}: {path} does not exist here; pass a local directory, or --allow-download to fetch "
+            "a hub id"
+        )
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether a hub id is already in the local Hugging Face cache (loadable offline)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # not a valid repo id, or no hub library: not cached
+        return False
+
+
 def check_settings(device: str | None = None, dtype: str | None = None, seed: int = 0) -> None:
     """Refuse a device, dtype or seed no model can use, before any model is built (stand-ins included: a tiny
     model must not run float32 under a signature that says float8). Raises :class:`InputError`."""
