@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,143 +26,11 @@ from dlmeval.sampling.config import (
 )
 from dlmeval.sampling.fields import step_fields
 from dlmeval.sampling.noise import gumbel, gumbel_noise_width, row_uniforms, top_k_mask
+from dlmeval.sampling.results import SampleResult, SamplingHistory
+from dlmeval.sampling.state import Batch
 from dlmeval.sampling.strategies import StepView, get_strategy
-from dlmeval.seeding import derive_seed, torch_generator
 
 Prompt = str | Sequence[int] | torch.Tensor
-
-
-# --------------------------------------------------------------------------------------------- results
-@dataclass
-class SamplingHistory:
-    """Per nominal step ``t`` (all ``T`` of them, skipped ones included) and row ``b``.
-
-    * ``forwarded[t, b]``: the row took part in a forward pass at step ``t``; ``passes[t, b]`` how many (a
-      decode pass, a scoring pass, and at a block's last step a drain pass under the paper's accounting)
-    * ``unmasked`` / ``remasked[t, b]``: tokens decided / put back under the mask
-    * ``replaced[t, b]``: decided tokens that differ from the token that position held before it was re-masked
-    * ``stable[t, b]``: stable token-step cells: generated positions decided before the step and holding the
-      same token after it (counted at forwarded steps only)
-    * ``changed[t, b, i]``: position ``i`` of the generation changed at step ``t`` (mask -> token or token -> mask)
-    * ``decided_step[b, i]``: the step at which the final token at ``i`` was decided (-1: never)
-    """
-
-    forwarded: np.ndarray
-    passes: np.ndarray
-    unmasked: np.ndarray
-    remasked: np.ndarray
-    replaced: np.ndarray
-    stable: np.ndarray
-    changed: np.ndarray
-    decided_step: np.ndarray
-
-    def churn(self) -> dict[str, np.ndarray]:
-        """Per-row churn statistics (the Care paper's C.3): total re-masks and replacements, stable token-step
-        cells, and the mean fraction of the generation replaced per forwarded step."""
-        steps = self.forwarded.sum(0)
-        length = self.changed.shape[2]
-        replaced = self.replaced.sum(0)
-        return {
-            "remasks": self.remasked.sum(0),
-            "replacements": replaced,
-            "stable_cells": self.stable.sum(0),
-            "replacement_rate": replaced / np.maximum(steps * length, 1),
-        }
-
-    @staticmethod
-    def merge(parts: list[tuple[list[int], SamplingHistory]], n: int) -> SamplingHistory:
-        first = parts[0][1]
-        out = {}
-        for name in ("forwarded", "passes", "unmasked", "remasked", "replaced", "stable", "changed"):
-            a = getattr(first, name)
-            buf = np.zeros((a.shape[0], n, *a.shape[2:]), dtype=a.dtype)
-            for idx, h in parts:
-                buf[:, idx] = getattr(h, name)
-            out[name] = buf
-        ds = np.zeros((n, first.decided_step.shape[1]), dtype=first.decided_step.dtype)
-        for idx, h in parts:
-            ds[idx] = h.decided_step
-        return SamplingHistory(**out, decided_step=ds)
-
-
-@dataclass
-class SampleResult:
-    """Generations of one :meth:`RemaskingSampler.sample` call, rows in input order.
-
-    ``tokens [B, L]`` is the raw generation region (``pad_token_id`` where a row stopped before generating);
-    ``token_ids`` / ``texts`` end before the first EOS (texts decoded without special tokens). ``nfe[b]`` counts
-    the forward passes row ``b`` took part in (read from ``model.nfe``); ``nfe_calls`` the batched model calls;
-    ``steps_taken[b]`` the nominal steps iterated while the row was running (skipped ones included).
-    """
-
-    item_ids: list[str]
-    prompt_ids: list[list[int]]
-    tokens: np.ndarray
-    token_ids: list[list[int]]
-    texts: list[str]
-    nfe: np.ndarray
-    steps_taken: np.ndarray
-    stopped_at_eos: np.ndarray
-    nfe_calls: int
-    history: SamplingHistory
-    config: dict[str, Any]
-    nfe_predicted: int
-    timing: dict[str, float] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    def records(self) -> list[dict[str, Any]]:
-        """One JSON-ready dict per row (for a run store)."""
-        churn = self.history.churn()
-        return [
-            {
-                "item_id": self.item_ids[b],
-                "text": self.texts[b],
-                "token_ids": self.token_ids[b],
-                "nfe": int(self.nfe[b]),
-                "steps_taken": int(self.steps_taken[b]),
-                "stopped_at_eos": bool(self.stopped_at_eos[b]),
-                "remasks": int(churn["remasks"][b]),
-                "replacements": int(churn["replacements"][b]),
-                "stable_cells": int(churn["stable_cells"][b]),
-                "replacement_rate": float(churn["replacement_rate"][b]),
-            }
-            for b in range(len(self))
-        ]
-
-    @staticmethod
-    def merge(parts: list[tuple[list[int], SampleResult]], n: int) -> SampleResult:
-        def rows(name):
-            out: list[Any] = [None] * n
-            for idx, r in parts:
-                for k, i in enumerate(idx):
-                    out[i] = getattr(r, name)[k]
-            return out
-
-        def arr(name):
-            a = getattr(parts[0][1], name)
-            buf = np.zeros((n, *a.shape[1:]), dtype=a.dtype)
-            for idx, r in parts:
-                buf[idx] = getattr(r, name)
-            return buf
-
-        first = parts[0][1]
-        return SampleResult(
-            item_ids=rows("item_ids"),
-            prompt_ids=rows("prompt_ids"),
-            tokens=arr("tokens"),
-            token_ids=rows("token_ids"),
-            texts=rows("texts"),
-            nfe=arr("nfe"),
-            steps_taken=arr("steps_taken"),
-            stopped_at_eos=arr("stopped_at_eos"),
-            nfe_calls=sum(r.nfe_calls for _, r in parts),
-            history=SamplingHistory.merge([(idx, r.history) for idx, r in parts], n),
-            config=first.config,
-            nfe_predicted=first.nfe_predicted,
-            timing={k: sum(r.timing.get(k, 0.0) for _, r in parts) for k in first.timing},
-        )
 
 
 # --------------------------------------------------------------------------------------------- sampler
@@ -299,7 +167,7 @@ class RemaskingSampler:
                 f"of {m.max_length}; shorten the prompt or the length"
             )
         ids, attn = m.pad([p + [mask_id] * length for p in prompt_ids])
-        st = _Batch(self, ids, attn, prompt_ids, item_ids)
+        st = Batch(self, ids, attn, prompt_ids, item_ids)
         if cfg.schedule == "dream":
             block_loop = self._dream_block
         else:
@@ -318,7 +186,7 @@ class RemaskingSampler:
     def _can_stop(self) -> bool:
         return self.config.stop_at_eos and self._eos.numel() > 0
 
-    def _paper_block(self, st: _Batch, j: int, s_b: int) -> None:
+    def _paper_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under the paper's accounting (see :mod:`dlmeval.sampling.config`)."""
         strat, blk = self.strategy, self.config.block
         sl = slice(j * blk, (j + 1) * blk)
@@ -356,7 +224,7 @@ class RemaskingSampler:
             if self._can_stop and (last or not strat.remasks):
                 st.stop_finished_rows(self._eos)
 
-    def _dream_block(self, st: _Batch, j: int, s_b: int) -> None:
+    def _dream_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under Dream's own loop (``diffusion_generate``): every step is a forward pass, even one that
         decodes nothing; step ``i`` decodes ``int(M * (1 - s / t))`` of the ``M`` masked positions (all at the
         last step), or, for a strategy that transfers by coin flips (``origin``), each masked position with
@@ -383,7 +251,7 @@ class RemaskingSampler:
             if self._can_stop:
                 st.stop_finished_rows(self._eos)
 
-    def _refill_block(self, st: _Batch, j: int, s_b: int) -> None:
+    def _refill_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under the refill accounting: re-masked tokens are refilled inside the nominal budget."""
         strat, blk = self.strategy, self.config.block
         sl = slice(j * blk, (j + 1) * blk)
@@ -434,7 +302,7 @@ class RemaskingSampler:
 
     def _decode(
         self,
-        st: _Batch,
+        st: Batch,
         rows: torch.Tensor,
         k_un: torch.Tensor,
         sl: slice,
@@ -539,7 +407,7 @@ class RemaskingSampler:
 
     def _score_and_remask(
         self,
-        st: _Batch,
+        st: Batch,
         rows: torch.Tensor,
         k_re: torch.Tensor,
         sl: slice,
@@ -584,7 +452,7 @@ class RemaskingSampler:
         picked = top_k_mask(torch.where(pool, strat.remask_scores(view).double(), -math.inf), k_re)
         return self._apply_remask(st, rows, sl, picked & dec_w)
 
-    def _remask_unscored(self, st: _Batch, rows: torch.Tensor, k_re: torch.Tensor, sl: slice) -> torch.Tensor:
+    def _remask_unscored(self, st: Batch, rows: torch.Tensor, k_re: torch.Tensor, sl: slice) -> torch.Tensor:
         """Re-masking chosen without the model (``random``): no forward pass."""
         gens = [st.gens[r] for r in rows.tolist()]
         dec_w = ~st.masked[rows, sl]
@@ -592,7 +460,7 @@ class RemaskingSampler:
         picked = top_k_mask(torch.where(dec_w, scores, -math.inf), k_re)
         return self._apply_remask(st, rows, sl, picked & dec_w)
 
-    def _apply_remask(self, st: _Batch, rows: torch.Tensor, sl: slice, rem: torch.Tensor) -> torch.Tensor:
+    def _apply_remask(self, st: Batch, rows: torch.Tensor, sl: slice, rem: torch.Tensor) -> torch.Tensor:
         m = self.model
         st.tokens[rows, sl] = st.tokens[rows, sl].masked_fill(rem, m.mask_token_id)
         st.masked[rows, sl] = st.masked[rows, sl] | rem
@@ -603,7 +471,7 @@ class RemaskingSampler:
         st.note(rows, sl, remasked=rem)
         return rem.sum(1)
 
-    def _result(self, st: _Batch) -> SampleResult:
+    def _result(self, st: Batch) -> SampleResult:
         m = self.model
         eos = set(m.eos_token_ids)
         tok = st.tokens.masked_fill(st.masked, m.pad_token_id).cpu().numpy()
@@ -630,99 +498,6 @@ class RemaskingSampler:
             nfe_predicted=self.nfe_predicted,
             timing=st.timing,
         )
-
-
-class _Batch:
-    """The mutable state of one batch, in generation coordinates ``[B, L]``."""
-
-    def __init__(self, sampler: RemaskingSampler, ids, attn, prompt_ids, item_ids):
-        m, cfg = sampler.model, sampler.config
-        dev, n, length = m.device, len(prompt_ids), cfg.length
-        self.model, self.ids, self.attn = m, ids, attn
-        self.prompt_ids, self.item_ids = prompt_ids, item_ids
-        plen = torch.tensor([len(p) for p in prompt_ids], dtype=torch.long, device=dev)
-        self.gen_start = m.offset(attn).to(dev) + plen  # column of generated position 0, per row
-        self.same_start = bool((self.gen_start == self.gen_start[0]).all())
-        self.col = torch.arange(length, device=dev)
-        self.gen_cols = self.gen_start.unsqueeze(1) + self.col
-        self.gens = [torch_generator(derive_seed(cfg.seed, "sample", iid), device=dev) for iid in item_ids]
-        self.tokens = torch.full((n, length), int(m.mask_token_id), dtype=torch.long, device=dev)
-        self.masked = torch.ones((n, length), dtype=torch.bool, device=dev)
-        self.prev_tok = torch.full((n, length), -1, dtype=torch.long, device=dev)  # last decided token
-        self.decided_step = torch.full((n, length), -1, dtype=torch.long, device=dev)
-        self.active = torch.ones(n, dtype=torch.bool, device=dev)
-        self.stopped = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.nfe = torch.zeros(n, dtype=torch.long, device=dev)
-        self.steps_taken = torch.zeros(n, dtype=torch.long, device=dev)
-        if sampler.strategy.tracks_running:
-            self.run_sum = torch.zeros((n, length), dtype=torch.float32, device=dev)
-            self.run_cnt = torch.zeros((n, length), dtype=torch.float32, device=dev)
-        self.hist: dict[str, list[torch.Tensor]] = {
-            k: [] for k in ("forwarded", "passes", "unmasked", "remasked", "replaced", "stable", "changed")
-        }
-        self.t = 0
-        self.calls = 0
-        self.timing = {"total_s": 0.0, "model_s": 0.0, "fields_s": 0.0}
-
-    def forward(self, rows: torch.Tensor, sl: slice, rr: torch.Tensor, cc: torch.Tensor) -> torch.Tensor:
-        """Logits ``[N, V]`` of the current state for ``rows`` at block positions ``(rr, cc)`` (``rr`` indexes
-        ``rows``, ``cc`` the columns of the block ``sl``), in that order; NFE read from the model's counter."""
-        if self.same_start:
-            s0 = int(self.gen_start[0])
-            self.ids[:, s0 : s0 + self.tokens.shape[1]] = self.tokens
-        else:
-            self.ids.scatter_(1, self.gen_cols, self.tokens)
-        everyone = rows.numel() == self.ids.shape[0]
-        x, a = (self.ids, self.attn) if everyone else (self.ids[rows], self.attn[rows])
-        pos = (rr, self.gen_start[rows][rr] + sl.start + cc)
-        nfe0, t0 = self.model.nfe, time.perf_counter()
-        out = self.model.logits_at(x, a, pos)
-        self.timing["model_s"] += time.perf_counter() - t0
-        self.nfe[rows] += self.model.nfe - nfe0
-        self.calls += 1
-        return out
-
-    # per-step bookkeeping: begin_step() opens a nominal step, note() adds what a pass did, end_step() records
-    def begin_step(self) -> None:
-        self.steps_taken += self.active.long()
-        self._nfe0 = self.nfe.clone()
-        self._start_masked = self.masked.clone()
-        self._start_tokens = self.tokens.clone()
-        zeros = torch.zeros_like(self.nfe)
-        self._acc = {k: zeros.clone() for k in ("unmasked", "remasked", "replaced")}
-        self._changed = torch.zeros_like(self.masked)
-
-    def note(self, rows, sl, *, unmasked=None, remasked=None, replaced=None) -> None:
-        for name, v in (("unmasked", unmasked), ("remasked", remasked)):
-            if v is not None:
-                self._acc[name][rows] += v.sum(1)
-                self._changed[rows, sl] |= v
-        if replaced is not None:
-            self._acc["replaced"][rows] += replaced
-
-    def end_step(self) -> None:
-        passes = self.nfe - self._nfe0
-        ran = passes > 0
-        # stable token-step cells: generated positions decided before the step and holding the same token
-        # after it, at the steps the row took part in
-        kept = ~self._start_masked & ~self.masked & (self.tokens == self._start_tokens)
-        stable = torch.where(ran, kept.sum(1), 0)
-        for name, v in (("passes", passes), ("stable", stable), *self._acc.items()):
-            self.hist[name].append(v)
-        self.hist["forwarded"].append(ran)
-        self.hist["changed"].append(self._changed)
-        self.t += 1
-
-    def stop_finished_rows(self, eos: torch.Tensor) -> None:
-        """Stop rows whose first EOS is decided with every position before it decided."""
-        is_eos = torch.isin(self.tokens, eos) & ~self.masked
-        has = is_eos.any(1)
-        first = torch.where(has, is_eos.long().argmax(1), self.tokens.shape[1])
-        open_before = (self.masked & (self.col < first.unsqueeze(1))).any(1)
-        stop = self.active & has & ~open_before
-        if bool(stop.any()):
-            self.active &= ~stop
-            self.stopped |= stop
 
 
 def sample(model: DiffusionLM, prompts, config: SamplerConfig | None = None, **kw) -> SampleResult:
