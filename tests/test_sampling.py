@@ -646,6 +646,25 @@ def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path):
     )
     text = capsys.readouterr().out
     assert rc == 0 and "[0:0] nfe=6 steps=12" in text and "[0:1]" in text and "signature: " in text
+    # a token budget caps the batch size and changes no sample
+    base = [
+        "sample",
+        "--model",
+        "tiny-llada",
+        "--prompt",
+        "the cat",
+        "--prompt",
+        "a",
+        "--length",
+        "6",
+        "--json",
+    ]
+    assert main(base) == 0
+    full = json.loads(capsys.readouterr().out)["samples"]
+    assert main([*base, "--max-tokens", "9"]) == 0  # one row of 3 + 6 tokens per batch
+    assert json.loads(capsys.readouterr().out)["samples"] == full
+    assert main([*base, "--max-tokens", "0"]) == 2
+    assert "--max-tokens" in capsys.readouterr().err
     assert main(["sample", "--model", "tiny-bert", "--length", "6"]) == 2
     assert "--prompt" in capsys.readouterr().err
 

@@ -106,6 +106,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-stop-at-eos", action="store_true", help="run every step even after a sample's text has ended"
     )
     g.add_argument("--batch-size", type=int, default=16, help="samples per batch (default 16)")
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="padded tokens per forward batch (prompt + length per row); caps --batch-size so a batch's "
+        "logits fit the device (does not change any sample)",
+    )
     add_runtime_args(p)
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
@@ -162,7 +169,13 @@ def run(args: argparse.Namespace) -> int:
     n = args.num_samples
     items = [(i, k) for i in range(len(prompts)) for k in range(n)]
     item_ids = [str(i) if n == 1 else f"{i}:{k}" for i, k in items]
-    res = sampler.sample([prompts[i] for i, _ in items], item_ids=item_ids, batch_size=args.batch_size)
+    batch_size = args.batch_size
+    if args.max_tokens is not None:
+        if args.max_tokens < 1:
+            raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
+        width = max(len(sampler.encode_prompt(p)) for p in prompts) + args.length
+        batch_size = max(1, min(batch_size, args.max_tokens // width))
+    res = sampler.sample([prompts[i] for i, _ in items], item_ids=item_ids, batch_size=batch_size)
     config = res.config
     sig = Signature.create("sample", config, [model], seed=cfg.seed)
     records = res.records()
