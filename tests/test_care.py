@@ -22,6 +22,7 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.protocols import care
 from dlmeval.protocols import care_tables as ct
+from dlmeval.protocols.care_markdown import markdown
 from dlmeval.protocols.care_spec import load_spec, parse_spec
 from dlmeval.store import RunStore
 
@@ -167,7 +168,7 @@ def test_mauve_temperature_mean_se_golden():
     assert t6.loc["none", "mauve_se"] == pytest.approx(0.021378, abs=1e-5)
     assert t6.loc["high_entropy", "mauve"] == pytest.approx(0.651667, abs=1e-5)
     assert t6.loc["high_entropy", "mauve_se"] == pytest.approx(0.025036, abs=1e-5)  # paper: .025
-    md = ct.markdown("mauve_temperature", ct.table_mauve_temperature(cells, base_spec()))
+    md = markdown("mauve_temperature", ct.table_mauve_temperature(cells, base_spec()))
     assert "0.948 ± 0.021" in md and "t=0.25" in md
 
 
@@ -311,7 +312,7 @@ def test_single_seed_gap_has_no_se_and_markdown_says_so():
     cells = ct.cells_frame([cell("none", 128, 0.0, 1, 0.663), cell("high_entropy", 128, 0.0, 1, 0.316)])
     g = ct.table_gap(cells, spec).iloc[0]
     assert g["gap"] == pytest.approx(0.347) and math.isnan(g["gap_se"]) and math.isnan(g["p"])
-    md = ct.markdown("gap", ct.table_gap(cells, spec))
+    md = markdown("gap", ct.table_gap(cells, spec))
     assert "+0.347" in md and "±" not in md
 
 
@@ -360,7 +361,7 @@ def test_all_tables_round_trip_through_the_store(tmp_path):
             run.put_table(name, df)
             pd.testing.assert_frame_equal(run.get_table(name), df, check_dtype=False)
     for name, df in tables.items():
-        assert ct.markdown(name, df).startswith("### ")
+        assert markdown(name, df).startswith("### ")
 
 
 # ------------------------------------------------------------------------------------------------ tiny sweeps

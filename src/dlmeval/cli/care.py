@@ -154,8 +154,8 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.protocols import care_tables as ct
     from dlmeval.protocols.care import run_care
+    from dlmeval.protocols.care_markdown import markdown
     from dlmeval.store import RunStore
 
     spec = _spec_with_overrides(args)
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     text = []
     for name in ("headline", "leaderboard"):
         if name in res.tables:
-            text.append(ct.markdown(name, res.tables[name]))
+            text.append(markdown(name, res.tables[name]))
     text.append(f"tables: {res.out_dir}/tables.md (CSV and Markdown per table)")
     text.append(
         "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; sweep {res.sweep_run}"

@@ -51,6 +51,7 @@ import pandas as pd
 from dlmeval.errors import InputError
 from dlmeval.protocols import care_tables as ct
 from dlmeval.protocols import common
+from dlmeval.protocols.care_markdown import markdown
 from dlmeval.protocols.care_spec import CareSpec
 from dlmeval.protocols.common import chunks as _chunks
 from dlmeval.protocols.common import cut_at
@@ -793,7 +794,7 @@ def _arc(spec, model_spec, model, run, data_dir, say) -> dict:
 # ------------------------------------------------------------------------------------------------ output
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
     """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``."""
-    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=ct.markdown, header=header)
+    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=markdown, header=header)
 
 
 def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:
