@@ -569,6 +569,19 @@ def test_identical_cells_are_marked_in_the_tables(tiny):
     assert care.canonical_cell(spec, c32).key == "webtext|none|s16|t0|f0.15|seed1"
     he = care.Cell("webtext", "high_entropy", 32, None, 0.0, 0.15, 1)
     assert care.canonical_cell(spec, he) == he
+    rows = [
+        dict(cell("none", 64, t, seed, 0.5), same_as=f"webtext|none|s32|t{t:g}|f0.15|seed{seed}")
+        for t in (0.0, 0.25)
+        for seed in (1, 2)
+    ]
+    sweep = {
+        "strategies": ["none", "high_entropy"],
+        "steps": [64],
+        "temperatures": [0.0, 0.25],
+        "seeds": [1, 2],
+    }
+    marked = ct.table_nfe(ct.cells_frame(rows), base_spec(sweep=sweep, headline={"steps": 64}))
+    assert marked["same_as"].tolist() == ["none@32"]  # one label over temperatures and seeds
     cm = tiny["res"].tables["compute_matched"]
     assert cm["same_as"].notna().all() and "accounting" in cm and cm["reached"].dtype == bool
     nfe = tiny["res"].tables["nfe"]

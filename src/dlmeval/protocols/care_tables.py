@@ -217,12 +217,15 @@ def table_nfe(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
 
 
 def _same_as(g: pd.DataFrame) -> str | None:
-    """The cell label (``strategy@steps``) whose generations the group's cells reuse, if they all reuse one."""
-    keys = {k for k in g["same_as"] if k}
-    if not keys or len(keys) != 1 or g["same_as"].isna().any():
+    """The cell (``strategy@steps``) whose generations every cell of the group reuses, if they all reuse the
+    same one (cell keys differ by temperature and seed; the label names strategy and steps)."""
+    if g["same_as"].isna().any():
         return None
-    parts = next(iter(keys)).split("|")  # source|strategy|s<steps>|t..|f..|seed..
-    return f"{parts[1]}@{parts[2].removeprefix('s')}"
+    labels = set()
+    for key in g["same_as"]:
+        parts = str(key).split("|")  # source|strategy|s<steps>|t..|f..|seed..
+        labels.add(f"{parts[1]}@{parts[2].removeprefix('s')}")
+    return labels.pop() if len(labels) == 1 else None
 
 
 def table_mechanism(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
