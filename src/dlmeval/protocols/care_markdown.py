@@ -55,6 +55,13 @@ def _grid(df: pd.DataFrame, rows: list[str], cell: Callable[[pd.Series], str]) -
 def _plain(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            # text columns (same_as, the cell names): a missing value is "-"
+            out[c] = [
+                "-" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+                for v in out[c]
+            ]
+            continue
         if c in ("p",) or c.endswith("_p"):
             out[c] = [_p(v) for v in out[c]]
         elif pd.api.types.is_float_dtype(out[c]):
