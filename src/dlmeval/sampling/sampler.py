@@ -186,6 +186,19 @@ class RemaskingSampler:
     def _can_stop(self) -> bool:
         return self.config.stop_at_eos and self._eos.numel() > 0
 
+    def _steps(self, st: Batch, s_b: int):
+        """The nominal steps of a block, each opened and recorded in ``st``; ends early once every row stopped.
+        After a step, rows whose text can no longer change stop (a re-masking strategy only at the block's end,
+        since re-masking could still change the text)."""
+        for i in range(s_b):
+            if not bool(st.active.any()):
+                return
+            st.begin_step()
+            yield i
+            st.end_step()
+            if self._can_stop and (i == s_b - 1 or not self.strategy.remasks):
+                st.stop_finished_rows(self._eos)
+
     def _paper_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under the paper's accounting (see :mod:`dlmeval.sampling.config`)."""
         strat, blk = self.strategy, self.config.block
@@ -194,11 +207,8 @@ class RemaskingSampler:
         k = paper_remask_k(strat.remask_fraction, blk) if strat.remasks else 0
         w0 = paper_window_start(strat.remask_fraction, blk, s_b) if strat.remasks else None
         waiting = torch.zeros_like(st.nfe)
-        for i in range(s_b):
-            if not bool(st.active.any()):
-                break
+        for i in self._steps(st, s_b):
             last = i == s_b - 1
-            st.begin_step()
             n_masked = st.masked[:, sl].sum(1)
             k_un = torch.minimum(sched[i] + waiting, n_masked)
             need = st.active.clone() if self.time_conditioned else st.active & (k_un > 0)
@@ -220,9 +230,6 @@ class RemaskingSampler:
                 rows = (st.active & (waiting > 0)).nonzero().squeeze(1)
                 k_all = st.masked[rows, sl].sum(1)
                 self._decode(st, rows, k_all, sl, block=j, block_step=i, block_steps=s_b)
-            st.end_step()
-            if self._can_stop and (last or not strat.remasks):
-                st.stop_finished_rows(self._eos)
 
     def _dream_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under Dream's own loop (``diffusion_generate``): every step is a forward pass, even one that
@@ -232,10 +239,7 @@ class RemaskingSampler:
         cfg, blk = self.config, self.config.block
         sl = slice(j * blk, (j + 1) * blk)
         bernoulli = self.strategy.transfer == "bernoulli"
-        for i in range(s_b):
-            if not bool(st.active.any()):
-                break
-            st.begin_step()
+        for i in self._steps(st, s_b):
             rows = st.active.nonzero().squeeze(1)
             if bernoulli:
                 k_un = st.masked[rows, sl].sum(1)
@@ -247,9 +251,6 @@ class RemaskingSampler:
                 )
                 p = None
             self._decode(st, rows, k_un, sl, transfer_p=p, block=j, block_step=i, block_steps=s_b)
-            st.end_step()
-            if self._can_stop:
-                st.stop_finished_rows(self._eos)
 
     def _refill_block(self, st: Batch, j: int, s_b: int) -> None:
         """One block under the refill accounting: re-masked tokens are refilled inside the nominal budget."""
@@ -258,11 +259,8 @@ class RemaskingSampler:
         sched = linear_schedule(blk, s_b)
         zeros = torch.zeros_like(st.nfe)
         refill = zeros
-        for i in range(s_b):
-            if not bool(st.active.any()):
-                break
+        for i in self._steps(st, s_b):
             last = i == s_b - 1
-            st.begin_step()
             n_masked = st.masked[:, sl].sum(1)
             k_un = torch.minimum(sched[i] + refill, n_masked)
             k_re = zeros
@@ -277,9 +275,6 @@ class RemaskingSampler:
                 )
                 refill = zeros.clone()
                 refill[rows] = n_rem
-            st.end_step()
-            if self._can_stop and (last or not strat.remasks):
-                st.stop_finished_rows(self._eos)
 
     # ------------------------------------------------------------------ passes
     def _view(self, st, rows, sl, tok_w, msk_w, cand, rr, cc, fields, vocab, gens, **where) -> StepView:
