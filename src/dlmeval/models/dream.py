@@ -18,12 +18,9 @@ Quirks kept here (docs/models.md lists where each is tested):
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
-from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.base import DiffusionLM, RunOut, resolve_device, resolve_dtype
+from dlmeval.models.base import DiffusionLM, RunOut
 
 DREAM_MASK_ID = 151666
 DREAM_EOS_ID = 151643
@@ -69,50 +66,20 @@ def load_dream(
     mask_token_id: int | None = None,
     name: str | None = None,
 ) -> DreamLM:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from dlmeval.models.remote import load_remote_family
 
-    from dlmeval.models.llada import _generation_config, _version_note
-    from dlmeval.models.tokens import special_ids_from_files
-
-    if not Path(path).exists() and not allow_download:
-        raise ModelNotFoundError(
-            f"Dream model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs internet)."
-        )
-    if not trust_remote_code:
-        raise InputError(
-            "Dream checkpoints ship their model code; re-run with --trust-remote-code to load it."
-        )
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
-    cfg = AutoConfig.from_pretrained(path, **kw)
-    if "dream" not in (getattr(cfg, "model_type", "") or "").lower():
-        raise InputError(f"{path} is a {cfg.model_type!r} model, not Dream; use the matching spec")
-    tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
-    mid, eos, notes = special_ids_from_files(
-        tok,
-        cfg,
-        _generation_config(path, {"local_files_only": not allow_download}),
-        family="dream",
-        mask_override=mask_token_id,
+    return load_remote_family(
+        DreamLM,
+        path,
+        label="Dream",
+        model_type="dream",
+        max_length_key="max_position_embeddings",
         default_mask=DREAM_MASK_ID,
         default_eos=(DREAM_EOS_ID, DREAM_IM_END_ID),
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        allow_download=allow_download,
+        mask_token_id=mask_token_id,
+        name=name,
     )
-    pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
-    m = DreamLM(
-        module,
-        tok,
-        name=name or Path(path).name,
-        source=str(path),
-        mask_token_id=mid,
-        max_length=int(getattr(cfg, "max_position_embeddings", 4096)),
-        device=dev,
-        dtype=dt,
-        eos_token_ids=eos,
-        bos_token_id=tok.bos_token_id,
-        pad_token_id=pad if pad is not None else eos[0],
-        chat_template=bool(getattr(tok, "chat_template", None)),
-    )
-    m.load_warnings = notes + _version_note("dream")
-    return m

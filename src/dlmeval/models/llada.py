@@ -14,10 +14,7 @@ Quirks kept here (docs/models.md lists where each is tested):
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.base import DiffusionLM, RunOut, resolve_device, resolve_dtype
+from dlmeval.models.base import DiffusionLM, RunOut
 
 LLADA_MASK_ID = 126336
 LLADA_EOS_ID = 126081
@@ -41,29 +38,6 @@ class LLaDALM(DiffusionLM):
         return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
 
 
-def _version_note(family: str) -> list[str]:
-    """A warning when the installed transformers is outside the range the families' remote code runs on."""
-    import warnings
-
-    from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
-
-    version, ok = transformers_status()
-    if ok:
-        return []
-    note = f"{family}: transformers {version} is outside {SUPPORTED_TRANSFORMERS}, the range its remote code runs on"
-    warnings.warn(note, UserWarning, stacklevel=3)
-    return [note]
-
-
-def _generation_config(path: str, kw: dict):
-    from transformers import GenerationConfig
-
-    try:
-        return GenerationConfig.from_pretrained(path, **kw)
-    except (OSError, ValueError):
-        return None
-
-
 def load_llada(
     path: str,
     *,
@@ -75,56 +49,22 @@ def load_llada(
     eos_token_ids=None,
     name: str | None = None,
 ) -> LLaDALM:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from dlmeval.models.remote import load_remote_family
 
-    from dlmeval.models.tokens import special_ids_from_files
-
-    local = Path(path).exists()
-    if not local and not allow_download:
-        raise ModelNotFoundError(
-            f"LLaDA model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs internet) "
-            "to fetch it from the Hugging Face hub."
-        )
-    if not trust_remote_code:
-        raise InputError(
-            "LLaDA checkpoints ship their model code with the weights; loading them runs that code. "
-            "Re-run with --trust-remote-code if you trust the source."
-        )
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
-    cfg = AutoConfig.from_pretrained(path, **kw)
-    if "llada" not in (getattr(cfg, "model_type", "") or "").lower():
-        raise InputError(
-            f"{path} is a {cfg.model_type!r} model, not LLaDA; use the matching spec (hf:, dream:, ...)"
-        )
-    tok = AutoTokenizer.from_pretrained(path, **kw)
-    tok.padding_side = "left"
-    module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
-    mid, eos, notes = special_ids_from_files(
-        tok,
-        cfg,
-        _generation_config(path, {"local_files_only": not allow_download}),
-        family="llada",
-        mask_override=mask_token_id,
-        eos_override=eos_token_ids,
+    return load_remote_family(
+        LLaDALM,
+        path,
+        label="LLaDA",
+        model_type="llada",
+        max_length_key="max_sequence_length",
         default_mask=LLADA_MASK_ID,
         default_eos=(LLADA_EOS_ID, LLADA_EOT_ID),
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        allow_download=allow_download,
+        mask_token_id=mask_token_id,
+        eos_token_ids=eos_token_ids,
+        name=name,
+        padding_side="left",
     )
-    pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
-    m = LLaDALM(
-        module,
-        tok,
-        name=name or Path(path).name,
-        source=str(path),
-        mask_token_id=mid,
-        max_length=int(getattr(cfg, "max_sequence_length", 4096)),
-        device=dev,
-        dtype=dt,
-        eos_token_ids=eos,
-        bos_token_id=tok.bos_token_id,
-        pad_token_id=pad if pad is not None else eos[0],
-        chat_template=bool(getattr(tok, "chat_template", None)),
-    )
-    m.load_warnings = notes + _version_note("llada")
-    return m

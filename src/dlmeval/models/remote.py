@@ -1,0 +1,109 @@
+"""Loading a checkpoint whose model code ships with its weights (``auto_map``: LLaDA, Dream): the one path both
+families take, so a fix to it (dtype keyword, special ids, the version warning) lands in both."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.base import resolve_device, resolve_dtype
+
+
+def version_note(family: str) -> list[str]:
+    """A warning when the installed transformers is outside the range the families' remote code runs on."""
+    from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
+
+    version, ok = transformers_status()
+    if ok:
+        return []
+    note = f"{family}: transformers {version} is outside {SUPPORTED_TRANSFORMERS}, the range its remote code runs on"
+    warnings.warn(note, UserWarning, stacklevel=3)
+    return [note]
+
+
+def generation_config(path: str, kw: dict):
+    """The checkpoint's ``generation_config.json``, or None."""
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError):
+        return None
+
+
+def load_remote_family(
+    cls: type,
+    path: str,
+    *,
+    label: str,
+    model_type: str,
+    max_length_key: str,
+    default_mask: int,
+    default_eos: tuple[int, ...],
+    device=None,
+    dtype=None,
+    trust_remote_code: bool = False,
+    allow_download: bool = False,
+    mask_token_id: int | None = None,
+    eos_token_ids=None,
+    name: str | None = None,
+    padding_side: str | None = None,
+) -> Any:
+    """Load ``path`` through ``AutoModel`` + ``trust_remote_code`` as the family class ``cls`` (``label`` in
+    messages, ``model_type`` what its config must name): special ids from the tokenizer, configs and chat template
+    (:func:`dlmeval.models.tokens.special_ids_from_files`, the family defaults only as a warned fallback)."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from dlmeval.models.tokens import special_ids_from_files
+
+    if not Path(path).exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"{label} model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs "
+            "internet) to fetch it from the Hugging Face hub."
+        )
+    if not trust_remote_code:
+        raise InputError(
+            f"{label} checkpoints ship their model code with the weights; loading them runs that code. "
+            "Re-run with --trust-remote-code if you trust the source."
+        )
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
+    cfg = AutoConfig.from_pretrained(path, **kw)
+    if model_type not in (getattr(cfg, "model_type", "") or "").lower():
+        raise InputError(
+            f"{path} is a {cfg.model_type!r} model, not {label}; use the matching spec (hf:, llada:, dream:, ...)"
+        )
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    if padding_side is not None:
+        tok.padding_side = padding_side
+    module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    mid, eos, notes = special_ids_from_files(
+        tok,
+        cfg,
+        generation_config(path, {"local_files_only": not allow_download}),
+        family=model_type,
+        mask_override=mask_token_id,
+        eos_override=eos_token_ids,
+        default_mask=default_mask,
+        default_eos=default_eos,
+    )
+    pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
+    m = cls(
+        module,
+        tok,
+        name=name or Path(path).name,
+        source=str(path),
+        mask_token_id=mid,
+        max_length=int(getattr(cfg, max_length_key, 4096)),
+        device=dev,
+        dtype=dt,
+        eos_token_ids=eos,
+        bos_token_id=tok.bos_token_id,
+        pad_token_id=pad if pad is not None else eos[0],
+        chat_template=bool(getattr(tok, "chat_template", None)),
+    )
+    m.load_warnings = notes + version_note(model_type)
+    return m
