@@ -53,13 +53,13 @@ class TrajectoryProbe(Probe):
                 h = config_hash(
                     {"sampler": cfg.as_dict(), "snapshots": n_snap, "low": low, "scope": spec.scope}
                 )[:12]
+                sampler = RemaskingSampler(resp.model, cfg)  # one per condition, not per item
                 for it in its:
                     key = f"trajectory/{task.name}/{cond}/s{seed}/{h}/{it.item_id}"
                     rec = run.get(key)
                     if rec is None:
                         clean = resp.wrap(task.user_message(it).text)
                         noisy = resp.wrap(task.user_message(it, pert, seed=seed, scope=spec.scope).text)
-                        sampler = RemaskingSampler(resp.model, cfg)
                         _, tc = record_trajectory(sampler, clean, it.item_id)
                         _, tn = record_trajectory(sampler, noisy, it.item_id)
                         steps = snapshot_steps(tc.ids.shape[0], n_snap, low)
