@@ -246,9 +246,8 @@ class RemaskingSampler:
                 p = dream_transfer_probability(i, s_b, cfg.eps)
             else:
                 counts = st.masked[rows, sl].sum(1).tolist()
-                k_un = torch.tensor(
-                    [dream_transfer_count(c, i, s_b, cfg.eps) for c in counts], device=rows.device
-                )
+                per = {c: dream_transfer_count(c, i, s_b, cfg.eps) for c in set(counts)}  # rows share counts
+                k_un = torch.tensor([per[c] for c in counts], device=rows.device)
                 p = None
             self._decode(st, rows, k_un, sl, transfer_p=p, block=j, block_step=i, block_steps=s_b)
 
