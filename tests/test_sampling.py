@@ -197,8 +197,9 @@ def test_dose_response_remasks_against_table_9(llada):
         assert 0 < got[f] <= k * window
         assert int(res.nfe[0]) == predict_nfe(128, 256, strategy="high_entropy", remask_fraction=f)
     fr = sorted(TABLE9_REMASKS)
-    assert [got[f] for f in fr] == sorted(got.values())  # monotone in the fraction, as Table 9
-    assert [TABLE9_REMASKS[f] for f in fr] == sorted(TABLE9_REMASKS.values())
+    assert [got[f] for f in fr] == sorted(got.values())  # monotone in the fraction, as Table 9's counts are
+    # and above the paper's counts at every fraction (see docs/care.md for why no count rule reaches them)
+    assert all(got[f] > TABLE9_REMASKS[f] for f in fr)
 
 
 def test_eos_rank_last_keeps_eos_but_decodes_it_last():
