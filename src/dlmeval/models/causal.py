@@ -11,7 +11,6 @@ import hashlib
 import importlib.util
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +25,11 @@ from dlmeval.models.base import (
     resolve_dtype,
     state_dict_sha256,
 )
-from dlmeval.seeding import derive_seed, torch_generator
+from dlmeval.models.causal_generation import Generation, Prompt, generate_batch
 
 # Padded prefix tokens per multiple-choice batch on a CPU (CausalLM.choice_logprobs): larger batches were slower
 # there (the expanded KV cache of every choice outgrows the caches); benchmarks/bench_choice_batching.py.
 CPU_CHOICE_TOKENS = 1024
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One generated continuation: ``text`` (decoded, cut at the first stop string), the generated ``token_ids``
-    (before that cut, EOS excluded), per token its log-probability under the model's own distribution (``chosen``,
-    untempered, whatever the sampling temperature) and the largest log-probability at that step (``max``).
-    ``prompt_tokens``: how many prompt tokens it was conditioned on (fewer than the prompt has when it was cut to
-    leave room for ``max_new_tokens``)."""
-
-    text: str
-    token_ids: list[int]
-    chosen: np.ndarray
-    max: np.ndarray
-    prompt_tokens: int
 
 
 class CausalLM(_TokenizerMixin):
@@ -385,16 +369,16 @@ class CausalLM(_TokenizerMixin):
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
-    def generate(self, prompts: Sequence[str], **kw: Any) -> list[str]:
-        """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i]). Takes the
-        keywords of :meth:`generate_scored` (``max_new_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``,
+    def generate(self, prompts: Sequence[Prompt], **kw: Any) -> list[str]:
+        """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i]). A prompt
+        is a text or its token ids (taken as given: an attack optimised in token space). Takes the keywords of :meth:`generate_scored` (``max_new_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``,
         ``item_ids``, ``batch_size``) and returns the texts."""
         return [g.text for g in self.generate_scored(prompts, **kw)]
 
     @torch.no_grad()
     def generate_scored(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt],
         *,
         max_new_tokens: int = 64,
         temperature: float = 0.0,
@@ -406,12 +390,14 @@ class CausalLM(_TokenizerMixin):
     ) -> list[Generation]:
         """Greedy (temperature 0) or sampled continuations, row i's draws from (seed, item_ids[i]), keeping each
         generated token's log-probability under the model (untempered) and the largest log-probability at its
-        step, read off the logits the generation computed anyway (see :class:`Generation`)."""
+        step, read off the logits the generation computed anyway (see :class:`Generation`). A prompt is a text or
+        its token ids; each result names the ids it was conditioned on (``prompt_ids``)."""
         item_ids = list(item_ids) if item_ids is not None else [str(i) for i in range(len(prompts))]
         outs: list[Generation | None] = [None] * len(prompts)
         for s in range(0, len(prompts), batch_size):
             idx = list(range(s, min(len(prompts), s + batch_size)))
-            res = self._generate_batch(
+            res = generate_batch(
+                self,
                 [prompts[i] for i in idx],
                 [item_ids[i] for i in idx],
                 max_new_tokens,
@@ -419,83 +405,11 @@ class CausalLM(_TokenizerMixin):
                 top_p,
                 stop,
                 seed,
+                _CACHE_KW,
             )
             for i, r in zip(idx, res):
                 outs[i] = r
         return outs  # type: ignore[return-value]
-
-    def _generate_batch(self, prompts, item_ids, max_new, temperature, top_p, stop, seed):
-        seqs = [self.encode(p)[-(self.max_length - max_new) :] for p in prompts]
-        ids, attn = self.pad(seqs, side="left")  # every prompt ends in the last column
-        gens = [torch_generator(derive_seed(seed, "generate", iid)) for iid in item_ids]
-        b = ids.shape[0]
-        new = [[] for _ in range(b)]
-        chosen: list[list[float]] = [[] for _ in range(b)]
-        best: list[list[float]] = [[] for _ in range(b)]
-        done = [False] * b
-        past = None
-        cur_ids, cur_attn = ids, attn
-        pos = (attn.long().cumsum(-1) - 1).clamp(min=0)
-        cur_pos = pos
-        for _ in range(max_new):
-            out = self.module(
-                input_ids=cur_ids,
-                attention_mask=cur_attn,
-                position_ids=cur_pos,
-                use_cache=True,
-                **self._last_only(
-                    1
-                ),  # only the last position is read: no projection of the rest of the prompt
-                **({_CACHE_KW: past} if past is not None else {}),
-            )
-            self.nfe += 1
-            self.rows_forwarded += b
-            past = getattr(out, _CACHE_KW)
-            logits = out.logits[:, -1].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            top = logp.max(dim=-1).values.tolist()
-            nxt = []
-            for r in range(b):
-                nxt.append(_pick(logits[r], temperature, top_p, gens[r]))
-            for r, t in enumerate(nxt):
-                if done[r]:
-                    continue
-                if t in self.eos_token_ids:
-                    done[r] = True
-                    continue
-                new[r].append(t)
-                chosen[r].append(float(logp[r, t]))
-                best[r].append(top[r])
-                if stop and any(x in self.decode(new[r]) for x in stop):
-                    done[r] = True
-            if all(done):
-                break
-            cur_ids = torch.tensor(nxt, device=self.device).unsqueeze(1)
-            cur_attn = torch.cat(
-                [cur_attn, torch.ones(b, 1, dtype=cur_attn.dtype, device=self.device)], dim=1
-            )
-            cur_pos = cur_pos[:, -1:] + 1
-        res = []
-        for r in range(b):
-            t = self.decode(new[r])
-            for x in stop:
-                k = t.find(x)
-                if k >= 0:
-                    t = t[:k]
-            res.append(Generation(t, list(new[r]), np.asarray(chosen[r]), np.asarray(best[r]), len(seqs[r])))
-        return res
-
-
-def _pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
-    if temperature <= 0:
-        return int(logits.argmax())
-    p = torch.softmax(logits.double().cpu() / temperature, dim=-1)
-    if top_p < 1.0:
-        sp, si = p.sort(descending=True)
-        keep = sp.cumsum(0) - sp < top_p
-        p = torch.zeros_like(p).scatter(0, si[keep], sp[keep])
-        p = p / p.sum()
-    return int(torch.multinomial(p, 1, generator=gen))
 
 
 def _takes(module, name: str) -> bool:

@@ -332,23 +332,36 @@ def _is_list_column(s: pd.Series) -> bool:
     return s.dtype == object and any(isinstance(v, list | tuple | dict) for v in s.head(20))
 
 
+def _trajectory(v) -> list[float] | None:
+    """A stored loss trajectory: a list of numbers, or the protocol's text form (numbers separated by spaces, as
+    :mod:`dlmeval.protocols.robust.probe_dgcg` keeps it in its table); None when there is none."""
+    if isinstance(v, str):
+        try:
+            out = [float(x) for x in v.split()]
+        except ValueError:
+            return None
+        return out or None
+    if isinstance(v, list | tuple | np.ndarray):
+        return [float(x) for x in v] or None
+    return None
+
+
 def trajectories(dgcg: pd.DataFrame) -> pd.DataFrame:
-    """Long (model, suffix_length, step, loss) rows from a ``dgcg`` table with a ``loss_trajectory`` list per row
-    (the mean loss per optimization step, :func:`dlmeval.robustness.dgcg.summarize_gcg`)."""
-    rows = []
+    """Long (model, suffix_length, step, loss) rows from a ``dgcg`` table with a ``loss_trajectory`` per row
+    (the mean loss per optimization step, :func:`dlmeval.robustness.dgcg.summarize_gcg`; a list or its text
+    form). The protocol repeats a model's row once per transfer source: each (model, task, suffix length)
+    trajectory is taken once."""
+    rows, seen = [], set()
     for r in dgcg.to_dict("records"):
-        traj = r.get("loss_trajectory")
-        if not isinstance(traj, list | tuple):
+        traj = _trajectory(r.get("loss_trajectory"))
+        if traj is None:
             continue
+        key = (r.get("model", "?"), r.get("task"), r.get("suffix_length"), tuple(traj))
+        if key in seen:
+            continue
+        seen.add(key)
         for step, loss in enumerate(traj):
-            rows.append(
-                {
-                    "model": r.get("model", "?"),
-                    "suffix_length": r.get("suffix_length"),
-                    "step": step,
-                    "loss": loss,
-                }
-            )
+            rows.append({"model": key[0], "suffix_length": key[2], "step": step, "loss": loss})
     out = pd.DataFrame(rows, columns=["model", "suffix_length", "step", "loss"])
     if out["suffix_length"].isna().all():
         out = out.drop(columns="suffix_length")
@@ -373,7 +386,8 @@ def trajectories(dgcg: pd.DataFrame) -> pd.DataFrame:
         "n",
     ),
     n_figures=1,
-    expected_from=WHO + ": one row per (model, suffix length) with the mean loss per step as a list",
+    expected_from=WHO
+    + ": one row per (model, suffix length) with the mean loss per step (a list or its text)",
 )
 def _dgcg(ctx: Context) -> Section:
     traj = trajectories(ctx.df)
@@ -385,10 +399,12 @@ def _dgcg(ctx: Context) -> Section:
         "means the optimizer cannot exploit the gradient direction.",
         F.dgcg_trajectories(traj),
     )
-    view = ctx.df.drop(columns=[c for c in ctx.df.columns if _is_list_column(ctx.df[c])])
+    drop = [
+        c for c in ctx.df.columns if _is_list_column(ctx.df[c]) or c == "loss_trajectory"
+    ]  # plotted above
     s.table(
         TableView(
-            view,
+            ctx.df.drop(columns=drop),
             caption="Degradation per suffix length, mean gradient norm, mean loss increase",
             name=ctx.name,
         )

@@ -3,10 +3,12 @@ App. C): accuracy with the optimised suffix vs without, relative degradation, th
 ``threshold`` degradation, mean gradient norm and loss trajectory; and, for every AR model, the transfer of the
 suffixes found on each DLM it is paired with (the DLMs run first, so this never depends on the pair order).
 
-The attack target is the task's (:meth:`dlmeval.tasks.Task.attack_target`). The DLM is evaluated on the
-optimised prompt ids themselves. The AR model's generation API takes text, so its attacked prompt is the text
-with the suffix re-encoded; each record says whether the re-encoded prompt is the optimised ids
-(``ids_match``), and the table gives the share (``ids_match_rate``).
+The attack target is the task's (:meth:`dlmeval.tasks.Task.attack_target`). Both models are evaluated on the
+optimised prompt ids themselves (``before + suffix + after``, nothing decoded and re-encoded; the AR responder
+generates and scores from token ids): judged span = scored span = attacked span. Each record says whether the
+ids the answer was conditioned on are exactly the optimised ids (``ids_match``; only a prompt cut to the model's
+window breaks it), and the table gives the share (``ids_match_rate``). Transfer gives a DLM's suffix to the AR
+model as text (``append_suffix``): the two tokenizers differ.
 """
 
 from __future__ import annotations
@@ -74,7 +76,10 @@ class DGCGProbe(Probe):
             rseed = generation_seed(spec, task.name, "clean", None)
             gseed = derive_seed(spec.seed, "robust-dgcg", task.name)
             for cfg in self._configs(opts):
-                keys = [f"dgcg/{cfg.key}/{task.name}/{it.item_id}" for it in its]
+                # "ids/": an AR attack evaluated on the optimised ids; records of the earlier evaluation on the
+                # re-encoded text (keys without it) are not reused. The DLM's evaluation did not change.
+                ev = "ids/" if role == "ar" else ""
+                keys = [f"dgcg/{cfg.key}/{ev}{task.name}/{it.item_id}" for it in its]
                 done = run.done_keys()
                 for it, k in zip(its, keys):
                     if k in done:
@@ -83,15 +88,11 @@ class DGCGProbe(Probe):
                     target = task.attack_target(it, chat=resp.chat)
                     res = run_gcg(resp.model, [attack_item(resp.model, msg.text, target, it.item_id, wrap=resp.wrap)],
                                   cfg, seed=gseed)[0]  # fmt: skip
-                    if role == "dlm":
-                        prompt, match = res.prompt_ids, True
-                    else:
-                        prompt = resp.wrap(msg.text + res.suffix_text)
-                        match = list(resp.model.encode(prompt)) == list(res.prompt_ids)
-                    ans = resp.generate(task, [prompt], [it.item_id], rseed)
+                    ans = resp.generate(task, [list(res.prompt_ids)], [it.item_id], rseed)
+                    match = list(ans.prompt_ids[0]) == list(res.prompt_ids) if ans.prompt_ids else False
                     run.put(k, {
                         "item_id": it.item_id, "kind": res.kind, "suffix_length": cfg.suffix_length,
-                        "suffix_text": res.suffix_text, "loss": res.loss, "candidate_loss": res.candidate_loss,
+                        "suffix_text": res.suffix_text, "suffix_ids": list(res.suffix_ids), "loss": res.loss, "candidate_loss": res.candidate_loss,
                         "grad_norm": res.grad_norm, "initial_eval_loss": res.initial_eval_loss,
                         "final_eval_loss": res.final_eval_loss, "attack_nfe": res.nfe, "seconds": res.seconds,
                         "ids_match": match, **judged(task, it, ans.outputs[0], ans.probs[0]),

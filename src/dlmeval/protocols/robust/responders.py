@@ -4,9 +4,12 @@
 Judged span = scored span. A generation is cut at the task's stop strings before it is judged; the confidence is
 computed on exactly that text. For the DLM the scored tokens are the shortest prefix of the committed answer
 (before its first EOS) whose decoding covers the cut text; the bidirectional pass sees the prompt and those
-tokens, plus the terminating EOS only when the answer was not cut (:func:`judged_tokens`). For the AR model the
-cut text is re-split after the prompt and scored (``ar_token_probs``), reusing the generation's own
-log-probabilities where the tokens agree.
+tokens, plus the terminating EOS only when the answer was not cut (:func:`judged_tokens`). For the AR model
+given prompt texts the cut text is re-split after the prompt and scored (``ar_token_probs``), reusing the
+generation's own log-probabilities where the tokens agree; given prompt token ids (an attack optimised in token
+space) it generates from exactly those ids and scores the same shortest prefix of its own generated tokens, with
+the log-probabilities the generation computed (:func:`generated_token_probs`). Either way ``Answers.prompt_ids``
+are the ids each answer was conditioned on.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Answers:
     outputs: list[str]  # cut at the task's stop strings: the judged text
     probs: list[Any]  # TokenProbs of exactly that text
     extra: list[dict[str, Any]] = field(default_factory=list)  # per row: nfe, stopped_at_eos, ...
+    prompt_ids: list[list[int]] = field(default_factory=list)  # per row: the ids generated from (when known)
 
 
 def judged_tokens(decode, ids: Sequence[int], text: str, cut: str) -> int:
@@ -41,6 +45,35 @@ def judged_tokens(decode, ids: Sequence[int], text: str, cut: str) -> int:
         if len(decode(list(ids[:k])).rstrip()) >= want:
             return k
     return len(ids)
+
+
+def generated_token_probs(model, gens: Sequence[Any], outputs: Sequence[str], *, batch_size: int = 8) -> list:
+    """The :class:`~dlmeval.robustness.calibration.TokenProbs` of AR generations (``CausalLM.generate_scored``)
+    judged as ``outputs`` (each its generation's text cut at the stop strings): the shortest prefix of the
+    generated tokens covering the judged text (:func:`judged_tokens`), with the log-probabilities the generation
+    computed from its own prompt ids. Nothing is re-encoded. An empty answer is scored by the model's first EOS id
+    after the prompt (one pass), as ``ar_token_probs`` scores it."""
+    from dlmeval.robustness.calibration import TokenProbs
+
+    out: list[Any] = [None] * len(gens)
+    empty = []
+    for i, (g, o) in enumerate(zip(gens, outputs)):
+        ids = list(g.token_ids)
+        k = judged_tokens(model.decode, ids, model.decode(ids), o)
+        if k:
+            chosen = np.asarray(g.chosen[:k], dtype=np.float64)
+            out[i] = TokenProbs(max=np.asarray(g.max[:k], dtype=np.float64), chosen=chosen,
+                                commit=chosen.copy(), n_tokens=k)  # fmt: skip
+        else:
+            empty.append(i)
+    eos = list(model.eos_token_ids)
+    seqs = [list(gens[i].prompt_ids) + eos[:1] for i in empty]
+    starts = [len(gens[i].prompt_ids) for i in empty]
+    for i, (c, mx) in zip(empty, model.tail_logprobs(seqs, starts, batch_size=batch_size) if empty else []):
+        out[i] = TokenProbs(
+            max=mx, chosen=c, commit=c.copy(), n_tokens=0, note="empty answer: scored by its end token"
+        )
+    return out
 
 
 class Responder(ABC):
@@ -151,7 +184,7 @@ class DLMResponder(Responder):
                 }
             )
         tps = dlm_token_probs(self.model, res.prompt_ids, gens, commit=commits)
-        return Answers(outputs, tps, extra)
+        return Answers(outputs, tps, extra, [list(p) for p in res.prompt_ids])
 
     def choice_scorer(self, state):
         from dlmeval.tasks import ChoiceScorer
@@ -186,8 +219,12 @@ class ARResponder(Responder):
     def generate(self, task, prompts, item_ids, seed) -> Answers:
         from dlmeval.robustness.calibration import ar_token_probs
 
-        if any(not isinstance(p, str) for p in prompts):
-            raise InputError("an autoregressive model generates from prompt texts, not token ids")
+        as_ids = [not isinstance(p, str) for p in prompts]
+        if any(as_ids) and not (all(as_ids) and hasattr(self.model, "generate_scored")):
+            raise InputError(
+                "an autoregressive model generates from token ids only through generate_scored, "
+                "and from one kind of prompt per call (all texts or all token id lists)"
+            )
         ar = self.spec.ar
         kw = dict(
             max_new_tokens=self.spec.task_or_default(task.name).ar_tokens,
@@ -198,13 +235,18 @@ class ARResponder(Responder):
             item_ids=item_ids,
             batch_size=ar.batch_size,
         )
+        if any(as_ids):
+            gens = self.model.generate_scored(prompts, **kw)
+            outputs = [cut_at(g.text, task.stop) for g in gens]
+            tps = generated_token_probs(self.model, gens, outputs, batch_size=ar.batch_size)
+            return Answers(outputs, tps, [{} for _ in prompts], [list(g.prompt_ids) for g in gens])
         if hasattr(self.model, "generate_scored"):  # the confidences come with the generation
             gens = self.model.generate_scored(prompts, **kw)
             outputs = [cut_at(g.text, task.stop) for g in gens]
             tps = ar_token_probs(self.model, prompts, outputs, batch_size=ar.batch_size, generated=gens)
-        else:
-            outputs = [cut_at(t, task.stop) for t in self.model.generate(prompts, **kw)]
-            tps = ar_token_probs(self.model, prompts, outputs, batch_size=ar.batch_size)
+            return Answers(outputs, tps, [{} for _ in prompts], [list(g.prompt_ids) for g in gens])
+        outputs = [cut_at(t, task.stop) for t in self.model.generate(prompts, **kw)]
+        tps = ar_token_probs(self.model, prompts, outputs, batch_size=ar.batch_size)
         return Answers(outputs, tps, [{} for _ in prompts])
 
     def choice_scorer(self, state):
