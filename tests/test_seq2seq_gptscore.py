@@ -115,3 +115,63 @@ def test_bartscore_truncates_like_bartscore(bart_dir):
     lp = sc.token_logprobs([long], [long])[0]
     assert lp.size == 6 and sc.truncated == 2
     assert sc.tokenizer(long, truncation=True, max_length=6)["input_ids"][-1] == sc.tokenizer.eos_token_id
+
+
+# ---------------------------------------------------------------------------------------------- GPTScore
+@pytest.fixture(scope="module")
+def tiny_ar():
+    from dlmeval.models.tiny import tiny_model
+
+    return tiny_model("causal", seed=1)
+
+
+def _hand_gptscore(m, prompt: str, hyp: str) -> float:
+    """Independent: the whole string through the module, log_softmax, the hypothesis's tokens read off."""
+    tok = m.tokenizer
+    ctx = tok(prompt)["input_ids"]
+    full = tok(prompt + " " + hyp)["input_ids"]
+    assert full[: len(ctx)] == ctx  # word-level: the prompt's tokens are a prefix
+    with torch.no_grad():
+        logits = m.module(input_ids=torch.tensor([full])).logits[0].double()
+    lp = torch.log_softmax(logits, -1)
+    vals = [float(lp[j - 1, full[j]]) for j in range(len(ctx), len(full))]
+    return sum(vals) / len(vals)
+
+
+def test_gptscore_equals_hand_computation(tiny_ar):
+    from dlmeval.baselines.gptscore import GPTScorer, gptscore
+
+    sc = GPTScorer.for_aspect(tiny_ar, "SUM", "COH", batch_size=3)
+    got = gptscore(sc, HYP, sources=SRC)["s2h"]
+    for s, h, g in zip(SRC, HYP, got):
+        prompt = "Generate a coherent summary for the following text: " + s + "\n\nTl;dr"
+        assert g == pytest.approx(_hand_gptscore(tiny_ar, prompt, h), abs=1e-5)
+    # D2T: GPTScore's own repository wording, the reference in the prompt (ref_hypo), and the reverse (hypo_ref)
+    d2t = GPTScorer.for_aspect(tiny_ar, "D2T", "NAT")
+    refs = [["the cat sat on a book", "a cat sat"], ["the queen saw a man"], ["she wrote"], ["dogs ate"]]
+    out = gptscore(d2t, HYP, references=refs, directions=("r2h", "h2r", "f"))
+    inst = "Convert the following text into another expression that is as natural as a native speaker:\n"
+    r2h = [_hand_gptscore(tiny_ar, inst + r + " In other words ,", HYP[0]) for r in refs[0]]
+    h2r = [_hand_gptscore(tiny_ar, inst + HYP[0] + " In other words ,", r) for r in refs[0]]
+    assert out["r2h"][0] == pytest.approx(max(r2h), abs=1e-5)
+    assert out["h2r"][0] == pytest.approx(max(h2r), abs=1e-5)
+    assert out["f"][0] == pytest.approx(max((a + b) / 2 for a, b in zip(r2h, h2r)), abs=1e-5)
+
+
+def test_gptscore_batch_invariant_and_bad_input(tiny_ar):
+    from dlmeval.baselines.gptscore import GPTScorer, aspect_for, gptscore, template_for
+
+    one = GPTScorer.for_aspect(tiny_ar, "WMT", aspect_for("WMT", "DARR"), batch_size=1)
+    four = GPTScorer.for_aspect(tiny_ar, "WMT", "ACC", batch_size=4)
+    assert np.allclose(one.mean_logprobs(SRC, HYP), four.mean_logprobs(SRC, HYP), atol=1e-5)
+    assert aspect_for("SUM", "litepyramid_recall") == "COV"
+    with pytest.raises(InputError, match="no GPTScore SUM template for aspect 'NAT'"):
+        template_for("SUM", "NAT")
+    with pytest.raises(InputError, match="no GPTScore aspect"):
+        aspect_for("D2T", "coherence")
+    with pytest.raises(InputError, match="must contain"):
+        GPTScorer(tiny_ar, template="no slot")
+    with pytest.raises(InputError, match="hypothesis 0 is empty"):
+        one.mean_logprobs(["a"], [""])
+    with pytest.raises(InputError, match="unknown GPTScore direction"):
+        gptscore(one, HYP, sources=SRC, directions=("mar",))

@@ -170,7 +170,7 @@ class Seq2SeqScorer:
 
 
 def bartscore(
-    scorer: Seq2SeqScorer,
+    scorer,
     candidates: Sequence[str],
     *,
     sources: Sequence[str] | None = None,
@@ -178,6 +178,9 @@ def bartscore(
     directions: Sequence[str] = ("s2h", "r2h", "h2r", "f"),
 ) -> dict[str, list[float]]:
     """BARTScore's directions for every candidate: ``{direction: [score per candidate]}`` (see the module table).
+
+    ``scorer``: a :class:`Seq2SeqScorer`, or anything with its ``mean_logprobs(contexts, texts)`` (the GPTScore
+    scorer uses this function for its directions).
 
     ``s2h`` / ``h2s`` / ``sbi`` need one source per candidate; ``r2h`` / ``h2r`` / ``f`` one reference or a
     sequence of references per candidate (duplicates scored once)."""
