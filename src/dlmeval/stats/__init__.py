@@ -14,6 +14,13 @@ Correlations and meta-evaluation (:mod:`dlmeval.stats.correlation`)
     ``darr_kendall_like(better_scores, worse_scores) -> float``   WMT DARR tau; metric ties count as discordant
     ``williams_test(r12, r13, r23, n) -> (t, p)``     Williams (1959), df n-3, one-sided H1: r12 > r13
 
+The DiffScore paper's significance marks (:mod:`dlmeval.stats.marks`)
+    ``williams_at_level(level, a, b, human=, method=, docs=, systems=, pairs=) -> WilliamsComparison``
+        level "segment" | "system" (system means) | "summary" (per-document Williams, Stouffer-combined) |
+        "darr" (WMT pairs as +-1 variables); one-sided, H1: A correlates better with the humans than B
+    ``significance_marks(scores, rows, level=, baselines={"†": bart, "‡": gpt}, alpha=0.05, ...)``
+        -> ({row: marks}, [test records])
+
 ANOVA (:mod:`dlmeval.stats.anova`)
     ``anova(df, response, factors, interactions=True, typ=2) -> DataFrame``
         sum_sq, df, F, PR(>F), partial_eta_sq = SS_effect / (SS_effect + SS_residual)
@@ -32,6 +39,7 @@ from dlmeval.stats.correlation import (
     spearman,
     williams_test,
 )
+from dlmeval.stats.marks import WilliamsComparison, significance_marks, williams_at_level
 from dlmeval.stats.paired import (
     CI,
     PairedTest,
@@ -49,6 +57,7 @@ __all__ = [
     "Correlation",
     "PairedTest",
     "WilcoxonResult",
+    "WilliamsComparison",
     "WilliamsResult",
     "anova",
     "binomial_above_chance",
@@ -59,7 +68,9 @@ __all__ = [
     "paired_bootstrap_ci",
     "paired_ttest",
     "pearson",
+    "significance_marks",
     "spearman",
     "wilcoxon",
+    "williams_at_level",
     "williams_test",
 ]
