@@ -38,6 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_args(p)
     p.add_argument(
+        "--adapter",
+        default=None,
+        metavar="DIR",
+        help="a LoRA adapter directory (`dlmeval train`, peft format) loaded onto --model",
+    )
+    p.add_argument(
         "--config",
         default="cond",
         help="marginal | cond | reverse | bidir | pmi (aliases: mar, conditional, rev, bi); default cond",
@@ -157,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             f"--config {cfg} needs --sources (a file, or a text with --text), or use --config marginal"
         )
     k, t = (5, 5) if args.fast else (20, 10)
-    model = load_diffusion(args.model, seed=args.seed, **model_kwargs(args))
+    model = load_diffusion(args.model, seed=args.seed, adapter=args.adapter, **model_kwargs(args))
     scorer = DiffScorer(
         model,
         n_masks=k if args.masks is None else args.masks,

@@ -273,6 +273,10 @@ class DiffusionLM(_TokenizerMixin):
     #: the unmasking schedule of the family's own sampler (``dlmeval.sampling.SCHEDULES``): the sampler's
     #: default for strategies that never re-mask
     native_schedule: str = "linear"
+    #: the LoRA adapter loaded onto the module (:class:`dlmeval.models.adapters.AdapterInfo`), and what it adds to
+    #: the identity
+    adapter: Any = None
+    identity_extra: dict[str, Any] = {}  # replaced per instance, never mutated in place
 
     def __init__(
         self,
@@ -325,7 +329,8 @@ class DiffusionLM(_TokenizerMixin):
                 n = len(self.tokenizer)
             except TypeError:
                 n = width
-            self._pad_vocab = (torch.arange(width, device=self.device) >= n) if n < width else None
+            with torch.inference_mode(False):  # a normal tensor, so training after inference can use it
+                self._pad_vocab = (torch.arange(width, device=self.device) >= n) if n < width else None
         return self._pad_vocab if isinstance(self._pad_vocab, torch.Tensor) else None
 
     def _vocab_masked(self, z: torch.Tensor) -> torch.Tensor:
@@ -372,6 +377,7 @@ class DiffusionLM(_TokenizerMixin):
             str(self.dtype).replace("torch.", ""),
             self.device.type,
             self.mask_token_id,
+            dict(self.identity_extra),  # e.g. the LoRA adapter (dlmeval.models.adapters)
         )
 
     def invalidate_identity(self) -> None:

@@ -244,8 +244,22 @@ def load_diffusion(
     trust_remote_code: bool = False,
     allow_download: bool = False,
     seed: int = 0,
+    adapter: str | None = None,
 ):
-    """Load a :class:`~dlmeval.models.base.DiffusionLM` from a spec string."""
+    """Load a :class:`~dlmeval.models.base.DiffusionLM` from a spec string; ``adapter``: a PEFT LoRA adapter
+    directory (``dlmeval train``) loaded onto it with peft (:mod:`dlmeval.models.adapters`; the model's identity
+    then names the adapter's path and hash)."""
+    if adapter is None:
+        return _load_diffusion(spec, device, dtype, trust_remote_code, allow_download, seed)
+    from dlmeval.models.adapters import check_adapter_dir, load_adapter
+
+    check_adapter_dir(adapter)  # before a long base load
+    model = _load_diffusion(spec, device, dtype, trust_remote_code, allow_download, seed)
+    load_adapter(model, adapter)
+    return model
+
+
+def _load_diffusion(spec, device, dtype, trust_remote_code, allow_download, seed):
     kind, path = _split(spec)
     if kind == "default":
         from dlmeval.models.default import load_default

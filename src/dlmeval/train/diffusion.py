@@ -121,32 +121,56 @@ def pack_documents(model: DiffusionLM, docs: Sequence[str], seq_len: int) -> lis
     return rows
 
 
-def conditional_examples(model: DiffusionLM, pairs: Sequence[dict], max_len: int) -> list[Example]:
-    """``{source, target}`` pairs: ``[CLS] source [SEP] target [SEP]``; only target tokens are eligible.
+class _Window:
+    """The model seen with a shorter window: the scorer's truncation rule applied at ``max_length`` tokens."""
 
-    The source is truncated from its end so that the target fits the window.
+    def __init__(self, model: DiffusionLM, max_length: int):
+        self._model = model
+        self.max_length = int(max_length)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def conditional_examples(
+    model: DiffusionLM,
+    pairs: Sequence[dict],
+    max_len: int | None = None,
+    *,
+    chat: bool | None = False,
+    prompt: str | None = None,
+) -> list[Example]:
+    """``{source, target}`` pairs laid out exactly as DiffScore's ``cond`` direction scores them; only the target
+    tokens are eligible for masking (the paper's ``mask_prompt_loss``: the source is context, never a target).
+
+    The rows come from the scorer's own :class:`dlmeval.scoring.configs.PairFormatter` with the same ``chat`` /
+    ``prompt`` settings (``chat=None``: the model's chat template when it has one, as the scorer's default), so a
+    training row and the row ``DiffScorer(model, chat=chat, prompt=prompt)`` scores for that pair are the same
+    token sequence. ``max_len`` below the model's window applies the scorer's truncation at ``max_len`` tokens
+    (the source is cut from its end first).
     """
-    tok = model.tokenizer
-    cls_id = getattr(tok, "cls_token_id", None)
-    sep_id = getattr(tok, "sep_token_id", None) or (model.eos_token_ids[0] if model.eos_token_ids else None)
+    from dlmeval.scoring.configs import PairFormatter
+
+    window = int(model.max_length)
+    view = _Window(model, max_len) if max_len is not None and int(max_len) < window else model
+    fmt = PairFormatter(view, prompt=prompt, chat=chat)
     out = []
     for n, p in enumerate(pairs):
-        if not isinstance(p, dict) or "source" not in p or "target" not in p:
-            raise InputError(f"pair {n}: expected an object with 'source' and 'target'")
-        s = tok(p["source"], add_special_tokens=False)["input_ids"]
-        t = tok(p["target"], add_special_tokens=False)["input_ids"]
-        if not t:
-            raise InputError(f"pair {n}: empty target")
-        head = [cls_id] if cls_id is not None else []
-        sep = [sep_id] if sep_id is not None else []
-        room = max_len - len(head) - 2 * len(sep) - len(t)
-        if room < 0:
-            t = t[: max_len - len(head) - 2 * len(sep)]
-            room = 0
-        s = s[:room]
-        ids = head + s + sep + t + sep
-        elig = [False] * (len(head) + len(s) + len(sep)) + [True] * len(t) + [False] * len(sep)
-        out.append(Example(ids, elig))
+        if (
+            not isinstance(p, dict)
+            or not isinstance(p.get("source"), str)
+            or not isinstance(p.get("target"), str)
+        ):
+            raise InputError(f"pair {n}: expected an object with text fields 'source' and 'target'")
+        lay = fmt.layout("cond", p["target"], p["source"])
+        a, b = lay.candidate
+        if b <= a:
+            raise InputError(
+                f"pair {n}: empty target"
+                if not fmt.tokens(p["target"])
+                else f"pair {n}: no room for the target"
+            )
+        out.append(Example(list(lay.ids), [a <= i < b for i in range(len(lay.ids))]))
     return out
 
 
@@ -185,7 +209,8 @@ class TrainConfig:
     checkpoint_every: int = 50
     lora: bool = False
     lora_r: int = 8
-    lora_alpha: int = 16
+    lora_alpha: float = 16
+    lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] | None = None
     extra: dict = field(default_factory=dict)
 
@@ -200,26 +225,19 @@ def lr_lambda(cfg: TrainConfig):
     return f
 
 
-def apply_lora(model: DiffusionLM, cfg: TrainConfig) -> None:
-    """Freeze the base weights and inject LoRA adapters (peft) into the model's module, in place."""
-    from peft import LoraConfig, inject_adapter_in_model
+def apply_lora(model: DiffusionLM, cfg: TrainConfig):
+    """Freeze the base weights and inject LoRA layers (peft) into the model's module, in place; returns the
+    ``LoraConfig`` (:func:`dlmeval.models.adapters.attach_lora`)."""
+    from dlmeval.models.adapters import attach_lora
 
-    targets = list(cfg.lora_targets) if cfg.lora_targets else _default_lora_targets(model.module)
-    lcfg = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=targets, lora_dropout=0.0)
-    for p in model.module.parameters():
-        p.requires_grad_(False)
-    inject_adapter_in_model(lcfg, model.module)
-    for n, p in model.module.named_parameters():
-        p.requires_grad_("lora_" in n)
-    model.invalidate_identity()
-
-
-def _default_lora_targets(module) -> list[str]:
-    names = {n.split(".")[-1] for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
-    for cand in (["query", "value"], ["q_proj", "v_proj"], ["Wqkv"], ["q_proj", "k_proj", "v_proj"]):
-        if all(c in names for c in cand):
-            return cand
-    raise InputError(f"cannot guess LoRA target modules from {sorted(names)[:10]}; pass lora_targets")
+    return attach_lora(
+        model,
+        r=cfg.lora_r,
+        alpha=cfg.lora_alpha,
+        dropout=cfg.lora_dropout,
+        targets=cfg.lora_targets,
+        seed=derive_seed(cfg.seed, "lora-init"),
+    )
 
 
 def param_groups(model: DiffusionLM, cfg: TrainConfig) -> list[dict]:
@@ -273,8 +291,7 @@ class Trainer:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = log
-        if cfg.lora:
-            apply_lora(model, cfg)
+        self.lora_config = apply_lora(model, cfg) if cfg.lora else None
         self.opt = torch.optim.AdamW(param_groups(model, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
         self.step = 0
@@ -307,7 +324,7 @@ class Trainer:
     def save_checkpoint(self) -> None:
         state = {
             "step": self.step,
-            "model": {k: v for k, v in self.model.module.state_dict().items()},
+            "model": self._model_state(),
             "opt": self.opt.state_dict(),
             "sched": self.sched.state_dict(),
             "history": json.dumps(self.history),
@@ -316,6 +333,13 @@ class Trainer:
         tmp = self.ckpt_path.with_suffix(".tmp")
         torch.save(state, tmp)
         tmp.replace(self.ckpt_path)  # atomic: a kill never leaves a half-written checkpoint
+
+    def _model_state(self) -> dict:
+        """The weights a resume needs: all of them, or with LoRA only the adapters (the base is frozen; an 8B
+        base would otherwise be written at every checkpoint)."""
+        if self.cfg.lora:
+            return {n: p.detach() for n, p in self.model.module.named_parameters() if p.requires_grad}
+        return dict(self.model.module.state_dict())
 
     def try_resume(self) -> bool:
         if not self.ckpt_path.exists():
@@ -327,7 +351,7 @@ class Trainer:
             k: v for k, v in mine.items() if k != "steps"
         }:
             raise InputError(f"{self.ckpt_path} was written with another configuration; use a fresh --out")
-        self.model.module.load_state_dict(state["model"])
+        self.model.module.load_state_dict(state["model"], strict=not self.cfg.lora)
         self.opt.load_state_dict(state["opt"])
         self.sched.load_state_dict(state["sched"])
         self.step = int(state["step"])
@@ -358,8 +382,14 @@ class Trainer:
             g = torch_generator(derive_seed(cfg.seed, "step", self.step, micro))
             rates = sample_rates(len(rows), g, cfg.eps)
             hidden = sample_masks(elig.cpu(), rates, g).to(ids.device)
-            loss, st = diffusion_loss(self.model, ids, attn, elig, hidden, rates, weighting=cfg.weighting)
-            (loss / cfg.grad_accum).backward()
+            # dropout (the model's and LoRA's) draws from torch's global generator, which takes no generator
+            # argument: it is forked and seeded by (seed, step, micro-batch), so a run and its resumption drop
+            # the same units and the caller's global RNG is left as it was
+            devices = [ids.device.index or 0] if ids.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(derive_seed(cfg.seed, "dropout", self.step, micro))
+                loss, st = diffusion_loss(self.model, ids, attn, elig, hidden, rates, weighting=cfg.weighting)
+                (loss / cfg.grad_accum).backward()
             tot["hidden"] += st["hidden"]
             tot["ce_sum"] += st["ce_sum"]
             tot["tokens"] += int(attn.sum())

@@ -1,0 +1,215 @@
+"""LoRA adapters on a :class:`~dlmeval.models.base.DiffusionLM`, through ``peft``.
+
+An adapter directory is what ``peft`` writes and reads: ``adapter_config.json`` (a ``LoraConfig``) and
+``adapter_model.safetensors`` with the keys ``PeftModel.save_pretrained`` uses (``base_model.model.<module
+path>.lora_A.weight``), so the directory also loads with ``PeftModel.from_pretrained`` onto the same Hugging Face
+module. dlmeval injects the LoRA layers into the model's own module in place (``peft.inject_adapter_in_model``):
+the family adapters keep their references to the trunk and the head, and every interface (``score_positions``,
+``logits_at``) runs through the adapted layers.
+
+``dlmeval_train.json`` beside them (written by ``dlmeval train``) records the training settings and the layout the
+adapter was trained on (chat template on or off, prompt); :func:`load_adapter` reads the layout back so that the
+scorer's default layout is the training layout.
+
+Identity. A model with an adapter reports ``adapter = {"path", "sha256"}`` in its identity (the hash is of the
+adapter files' bytes), and its weight hash covers the LoRA tensors, so a run on base + adapter never shares a
+record with a run on the base model, nor with one on another adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from dlmeval.errors import InputError, ModelNotFoundError
+
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+TRAIN_SETTINGS = "dlmeval_train.json"
+#: the key prefix ``PeftModel.save_pretrained`` writes (the wrapper's ``base_model.model``)
+PEFT_PREFIX = "base_model.model."
+
+#: attention projections LoRA goes into when no target modules are given, by the names the families use
+#: (BERT-style ``query/key/value``; LLaDA / Dream / Llama ``q_proj/k_proj/v_proj``; ModernBERT ``Wqkv``)
+DEFAULT_TARGETS: tuple[tuple[str, ...], ...] = (
+    ("query", "key", "value"),
+    ("q_proj", "k_proj", "v_proj"),
+    ("Wqkv",),
+)
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    path: str
+    sha256: str
+    settings: dict
+
+    def identity(self) -> dict:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+def default_targets(module: torch.nn.Module) -> list[str]:
+    """The attention projections of ``module`` (:data:`DEFAULT_TARGETS`), or an error naming its linear layers."""
+    names = {n.split(".")[-1] for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)}
+    for cand in DEFAULT_TARGETS:
+        if all(c in names for c in cand):
+            return list(cand)
+    raise InputError(
+        f"cannot guess LoRA target modules from the linear layers {sorted(names)[:12]}; pass them "
+        "(--target-modules)"
+    )
+
+
+def attach_lora(
+    model,
+    *,
+    r: int,
+    alpha: float,
+    dropout: float,
+    targets: Sequence[str] | None = None,
+    seed: int = 0,
+    base_name: str | None = None,
+):
+    """Inject fresh LoRA layers into ``model.module`` (in place), freeze every base weight and return the
+    ``LoraConfig``. The ``lora_A`` initialisation draws from a generator seeded by ``seed`` (``lora_B`` starts at
+    zero, so the adapted model starts equal to the base)."""
+    from peft import LoraConfig, inject_adapter_in_model
+
+    if getattr(model, "adapter", None) is not None:
+        raise InputError("this model already carries a LoRA adapter; load the base model to train a new one")
+    if r < 1 or alpha <= 0 or not 0 <= dropout < 1:
+        raise InputError(
+            f"LoRA needs rank >= 1, alpha > 0 and dropout in [0, 1); got {r}, {alpha}, {dropout}"
+        )
+    tg = list(targets) if targets else default_targets(model.module)
+    cfg = LoraConfig(
+        r=int(r),
+        lora_alpha=alpha,
+        lora_dropout=float(dropout),
+        target_modules=tg,
+        bias="none",
+        base_model_name_or_path=base_name or getattr(model, "source", None),
+    )
+    for p in model.module.parameters():
+        p.requires_grad_(False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed) % (2**63))
+        try:
+            inject_adapter_in_model(cfg, model.module)
+        except ValueError as e:  # peft: a target module that the model does not have
+            raise InputError(f"LoRA target modules {tg}: {_first_line(e)}") from None
+    model.module.to(model.device)
+    for n, p in model.module.named_parameters():
+        p.requires_grad_("lora_" in n)
+    model.invalidate_identity()
+    return cfg
+
+
+def save_adapter(model, out_dir: str | Path, lora_config, settings: dict | None = None) -> AdapterInfo:
+    """Write ``model``'s LoRA weights as a PEFT adapter directory (and ``settings`` as ``dlmeval_train.json``)."""
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sd = get_peft_model_state_dict(model.module, save_embedding_layers=False)
+    if not sd:
+        raise InputError("the model has no LoRA weights to save")
+    tensors = {PEFT_PREFIX + k: v.detach().to("cpu").contiguous() for k, v in sd.items()}
+    save_file(tensors, str(out / ADAPTER_WEIGHTS), metadata={"format": "pt"})
+    lora_config.save_pretrained(str(out))
+    if settings is not None:
+        (out / TRAIN_SETTINGS).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    return AdapterInfo(str(out.resolve()), adapter_sha256(out), dict(settings or {}))
+
+
+def adapter_sha256(path: str | Path) -> str:
+    """A hash of the adapter's config and weights (file names and bytes)."""
+    d = Path(path)
+    h = hashlib.sha256()
+    for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS):
+        h.update(name.encode())
+        h.update((d / name).read_bytes())
+    return h.hexdigest()
+
+
+def check_adapter_dir(path: str | Path) -> Path:
+    d = Path(path).expanduser()
+    if not d.is_dir():
+        raise ModelNotFoundError(f"adapter {path}: not a directory (train one with `dlmeval train`)")
+    missing = [n for n in (ADAPTER_CONFIG, ADAPTER_WEIGHTS) if not (d / n).is_file()]
+    if missing:
+        raise ModelNotFoundError(
+            f"adapter {path}: {', '.join(missing)} missing; an adapter directory holds {ADAPTER_CONFIG} and "
+            f"{ADAPTER_WEIGHTS} (as `dlmeval train` and peft write them)"
+        )
+    return d
+
+
+def load_adapter(model, path: str | Path) -> AdapterInfo:
+    """Load the PEFT adapter at ``path`` onto ``model`` (in place, inference mode) and record it in the model's
+    identity. Refuses an adapter whose weights do not all fit the model's modules."""
+    from peft import LoraConfig, inject_adapter_in_model, set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    d = check_adapter_dir(path)
+    if getattr(model, "adapter", None) is not None:
+        raise InputError("this model already carries a LoRA adapter; load the base model again")
+    try:
+        cfg = LoraConfig.from_pretrained(str(d))
+    except (ValueError, TypeError, json.JSONDecodeError) as e:
+        raise InputError(f"adapter {path}: {ADAPTER_CONFIG} is not a LoRA config ({e})") from None
+    cfg.inference_mode = True
+    try:
+        weights = load_file(str(d / ADAPTER_WEIGHTS))
+    except Exception as e:  # safetensors raises its own error type for a damaged file
+        raise ModelNotFoundError(f"adapter {path}: cannot read {ADAPTER_WEIGHTS} ({e})") from None
+    weights = {k[len(PEFT_PREFIX) :] if k.startswith(PEFT_PREFIX) else k: v for k, v in weights.items()}
+    try:
+        inject_adapter_in_model(cfg, model.module)
+    except ValueError as e:
+        raise InputError(f"adapter {path} does not fit this model: {e}") from None
+    try:
+        res = set_peft_model_state_dict(model.module, weights)
+    except RuntimeError as e:  # a tensor of another shape (another rank, another model size)
+        raise InputError(f"adapter {path} does not fit this model: {_first_line(e)}") from None
+    unexpected = list(getattr(res, "unexpected_keys", []) or [])
+    if unexpected or not weights:
+        raise InputError(
+            f"adapter {path} does not fit this model: {len(unexpected)} of its tensors have no module here "
+            f"(e.g. {unexpected[:2]})"
+        )
+    model.module.to(model.device)
+    for p in model.module.parameters():
+        p.requires_grad_(False)
+    model.module.eval()
+    settings = {}
+    if (d / TRAIN_SETTINGS).is_file():
+        try:
+            settings = json.loads((d / TRAIN_SETTINGS).read_text())
+        except json.JSONDecodeError:
+            settings = {}
+    info = AdapterInfo(str(d.resolve()), adapter_sha256(d), settings)
+    attach_info(model, info)
+    return info
+
+
+def attach_info(model, info: AdapterInfo) -> None:
+    """Record ``info`` on the model: its identity names the adapter, and the layout it was trained on becomes the
+    model's default (an adapter trained without the chat template switches it off)."""
+    model.adapter = info
+    model.identity_extra = {**getattr(model, "identity_extra", {}), "adapter": info.identity()}
+    layout = info.settings.get("layout") or {}
+    if layout.get("chat") is False:
+        model.has_chat_template = False
+    model.invalidate_identity()
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
