@@ -1,7 +1,7 @@
 """``dlmeval meta-eval``: the DiffScore meta-evaluation suite on the 12 BARTScore benchmarks, and its analyses.
 
     dlmeval meta-eval --suite bartscore [--benchmarks SummEval gu-en ...] [--fast] [--limit N] [--out DIR]
-    dlmeval meta-eval --analysis positional|directional|adversarial|ablation [--limit N] [--out DIR]
+    dlmeval meta-eval --analysis NAME [--limit N] [--out DIR]   (NAME: see dlmeval.protocols.diffscore_analyses)
 
 Every per-item score goes into the run store (``--store``) as it is computed, so a rerun of the same command
 resumes where it stopped and prints the same tables. Tables are printed as Markdown and written to ``--out`` (default
@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 
 from dlmeval.cli.common import add_runtime_args, emit
+from dlmeval.protocols.diffscore_analyses.registry import CLI_OPTIONS, Names
 
-ANALYSES = ("positional", "directional", "adversarial", "ablation")
+# the analyses' registry is the one list of names (read when argparse checks a value or prints help)
+ANALYSES = Names()
 
 
 def _names(values: list[str] | None) -> tuple[str, ...] | None:
@@ -48,8 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--analysis",
         default=None,
         choices=ANALYSES,
-        help="run a section-6 analysis instead of the suite: positional bias, directional consistency, "
-        "adversarial PMI test, estimator ablation",
+        metavar="NAME",
+        help="run an analysis of the paper instead of the suite (docs/diffscore.md): %(choices)s",
     )
     p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
@@ -120,6 +122,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None, help="data directory (default ../shared/data or DLMEVAL_DATA)")
     p.add_argument("--chunk-size", type=int, default=32, help="distinct texts per stored chunk")
     p.add_argument("--n-pairs", type=int, default=200, help="directional analysis: forward/reverse pairs")
+    p.add_argument(
+        "--compare-model", default=None, metavar="SPEC", help="families analysis: the second model"
+    )
+    p.add_argument(
+        "--analysis-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the analysis (e.g. folds=5, n_tiers=3, bart=DIR, warmup=2); repeatable",
+    )
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -186,6 +198,12 @@ def run(args) -> int:
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is a file; pass a directory for the tables")
     check_writable_store(args.store)
+    if args.analysis:
+        from dlmeval.protocols.diffscore_analyses.registry import parse_options, run_analysis
+
+        kw = parse_options(
+            args.analysis, args.analysis_option, {k: getattr(args, k, None) for k in CLI_OPTIONS}
+        )
     suite = Suite(opts, None, command_line=command_line)
     if args.analysis:
         suite.dlm()
@@ -194,9 +212,6 @@ def run(args) -> int:
     with RunStore(args.store) as store:
         suite.store = store
         if args.analysis:
-            from dlmeval.protocols.diffscore_analyses import run_analysis
-
-            kw = {"n_pairs": args.n_pairs} if args.analysis == "directional" else {}
             tables = run_analysis(args.analysis, suite, **kw)
             out = Path(args.out or f"meta-eval-{args.analysis}")
             md = {
@@ -204,7 +219,11 @@ def run(args) -> int:
                 for n, df in tables.items()
             }
             write_outputs(out, tables, md)
-            text = "\n".join(md[n] for n in tables if not n.endswith(("_pairs", "_items", "_by_position")))
+            text = "\n".join(
+                md[n]
+                for n in tables
+                if not n.endswith(("_pairs", "_items", "_by_position", "_folds", "_values", "_texts"))
+            )
             emit(
                 args,
                 {n: df.to_dict(orient="records") for n, df in tables.items()},
