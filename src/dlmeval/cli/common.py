@@ -35,8 +35,11 @@ def add_runtime_args(p) -> None:
 
 
 def model_kwargs(args) -> dict[str, Any]:
+    from dlmeval.parallel import current
+
     return {
-        "device": args.device,
+        # under torchrun each rank loads its models on its own local device (auto / cuda -> cuda:LOCAL_RANK)
+        "device": current().device(args.device),
         "dtype": args.dtype,
         "trust_remote_code": args.trust_remote_code,
         "allow_download": args.allow_download,

@@ -97,13 +97,25 @@ def main(argv: list[str] | None = None) -> int:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+    from dlmeval import parallel
+
+    who = ""
     try:
-        rc = args.func(args)
+        # under torchrun / accelerate launch / srun: join the group (a single process otherwise)
+        par = parallel.init_from_env()
+        who = f"rank {par.rank}: " if par.distributed else ""
+        if not par.is_main:
+            args.no_progress = True  # rank 0 draws the job's bars and prints the results
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+        try:
+            rc = args.func(args)
+        finally:
+            parallel.shutdown()
         sys.stdout.flush()  # inside the try: a closed pipe shows up here when stdout is buffered
     except DlmevalError as e:
         if args.debug:
             raise
-        print(f"dlmeval: error: {e}", file=sys.stderr)
+        print(f"dlmeval: error: {who}{e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dlmeval: interrupted; a rerun of the same command resumes where it stopped", file=sys.stderr)

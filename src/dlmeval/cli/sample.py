@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
 from dlmeval.errors import InputError
+from dlmeval.parallel import current
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -175,10 +176,28 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
         width = max(len(sampler.encode_prompt(p)) for p in prompts) + args.length
         batch_size = max(1, min(batch_size, args.max_tokens // width))
-    res = sampler.sample([prompts[i] for i, _ in items], item_ids=item_ids, batch_size=batch_size)
-    config = res.config
+    # data parallel (torchrun): each rank samples its share; every sample is seeded by its item id, so the
+    # gathered samples are the ones a single process draws
+    par = current()
+    mine = par.share(list(range(len(items))))
+    res = None
+    if mine:
+        res = sampler.sample(
+            [prompts[items[j][0]] for j in mine], item_ids=[item_ids[j] for j in mine], batch_size=batch_size
+        )
+    parts = par.all_gather(
+        {
+            "rows": mine,
+            "records": res.records() if res else [],
+            "nfe": [int(v) for v in res.nfe] if res else [],
+        }
+    )
+    config = par.broadcast(res.config if res else None)
+    nfe_predicted = par.broadcast(res.nfe_predicted if res else None)
+    by_row = {j: (r, v) for p in parts for j, r, v in zip(p["rows"], p["records"], p["nfe"], strict=True)}
+    records = [by_row[j][0] for j in range(len(items))]
+    nfe_all = [by_row[j][1] for j in range(len(items))]
     sig = Signature.create("sample", config, [model], seed=cfg.seed)
-    records = res.records()
     for rec, (i, _) in zip(records, items):
         rec["prompt"] = prompts[i]
     payload = {
@@ -186,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         "run_id": sig.run_id,
         "model": model.identity().as_dict(),
         "config": config,
-        "nfe_predicted": res.nfe_predicted,
+        "nfe_predicted": nfe_predicted,
         "samples": records,
     }
     lines = []
@@ -199,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         "settings: " + " ".join(f"{k}={v}" for k, v in config.items() if k not in ("nfe",) or v is not None)
     )
     if args.nfe is not None:
-        reached = sorted({int(v) for v in res.nfe})
+        reached = sorted(set(nfe_all))
         note = "" if reached == [args.nfe] else f" (not reachable with {cfg.strategy}; reached {reached})"
         lines.append(f"compute-matched: target nfe={args.nfe}, nominal steps={config['steps']}{note}")
     lines.append(f"signature: {sig.short()}")

@@ -1,0 +1,221 @@
+"""Data-parallel runs: 2 CPU processes under ``torch.distributed.run`` (gloo) give the records and outputs of one
+process; a killed rank resumes with no duplicate records; ranks that disagree on a signature stop with a message.
+
+Each launch is a real ``torchrun`` (``python -m torch.distributed.run --standalone``), the way users run dlmeval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dlmeval.parallel import ParallelContext, open_store, read_journal, share_pending
+from dlmeval.parallel.store import Journal, MainRun, rank_dir
+from dlmeval.store import RunStore
+
+PY = sys.executable
+
+
+def _env(**extra) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DLMEVAL_DIST_TIMEOUT": "120"}, **extra)
+    return env
+
+
+def torchrun(nproc: int, args: list[str], *, cwd: Path, env: dict | None = None, timeout: float = 300):
+    cmd = [PY, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+
+
+def dlmeval(nproc: int, args: list[str], *, cwd: Path, env: dict | None = None, timeout: float = 300):
+    if nproc == 1:
+        cmd = [PY, "-m", "dlmeval", *args]
+        return subprocess.run(
+            cmd, cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout
+        )
+    return torchrun(nproc, ["-m", "dlmeval", *args], cwd=cwd, env=env, timeout=timeout)
+
+
+def items_of(store: Path) -> dict[str, dict[str, tuple[str, str]]]:
+    """{run kind + signature id: {key: result JSON}} of every run of a store (written times left out)."""
+    con = sqlite3.connect(store)
+    try:
+        out: dict[str, dict[str, str]] = {}
+        for rid, kind in con.execute("SELECT run_id, kind FROM runs"):
+            rows = con.execute("SELECT key, result FROM items WHERE run_id = ?", (rid,)).fetchall()
+            out[f"{kind}/{rid}"] = dict(rows)
+        return out
+    finally:
+        con.close()
+
+
+def tables_of(store: Path) -> dict[str, str]:
+    con = sqlite3.connect(store)
+    try:
+        return {f"{r}/{n}": d for r, n, d in con.execute("SELECT run_id, name, data FROM tables")}
+    finally:
+        con.close()
+
+
+TOY = textwrap.dedent(
+    """
+    import os, sys
+    from dlmeval import parallel
+    from dlmeval.parallel import open_store, share_pending, sync
+    par = parallel.init_from_env()
+    store = open_store(sys.argv[1])
+    cfg = {"n": 12, "extra": par.rank if os.environ.get("MISMATCH") else 0}
+    run = store.open_run("toy", cfg, [], seed=0)
+    keys = [f"item-{i}" for i in range(12)]
+    for i, k in enumerate(share_pending(run, keys)):
+        run.put(k, {"v": int(k.split("-")[1]) ** 2})
+        if os.environ.get("DIE") and par.rank == 1 and i == 2:
+            os._exit(9)
+    sync(run)
+    res = run.results()
+    assert sorted(res) == sorted(keys), (par.rank, sorted(res))
+    if par.is_main:
+        print("TOTAL", sum(r["v"] for r in res.values()), len(res))
+    parallel.shutdown()
+    """
+)
+
+
+@pytest.fixture
+def toy(tmp_path):
+    p = tmp_path / "toy.py"
+    p.write_text(TOY)
+    return p
+
+
+def test_toy_job_killed_rank_resumes_without_duplicates(tmp_path, toy):
+    store = tmp_path / "s.sqlite"
+    r = torchrun(2, [str(toy), str(store)], cwd=tmp_path, env=_env(DIE="1"))
+    assert r.returncode != 0
+    journals = list((rank_dir(store)).glob("*/*.jsonl"))
+    assert len(journals) == 1 and journals[0].name.startswith("rank00001-")
+    assert [k for k, _ in read_journal(journals[0])] == ["item-1", "item-3", "item-5"]
+    r = torchrun(2, [str(toy), str(store)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "TOTAL 506 12" in r.stdout
+    (run_items,) = items_of(store).values()
+    assert sorted(run_items) == sorted(f"item-{i}" for i in range(12))  # the primary key forbids duplicates
+    assert not list(rank_dir(store).glob("*/*.jsonl"))  # merged and removed
+
+
+def test_signature_mismatch_stops_every_rank_with_a_message(tmp_path, toy):
+    r = torchrun(2, [str(toy), str(tmp_path / "s.sqlite")], cwd=tmp_path, env=_env(MISMATCH="1"))
+    assert r.returncode != 0
+    assert "ranks disagree on the signature of a 'toy' run" in r.stderr
+    assert '"config":{"extra":0' in r.stderr and '"config":{"extra":1' in r.stderr
+
+
+def test_single_process_merges_leftover_journals(tmp_path):
+    """A job killed under torchrun can be finished in one process: its rank journals are merged at the open."""
+    path = tmp_path / "s.sqlite"
+    with RunStore(path) as st:
+        rid = st.open_run("toy", {"n": 3}).run_id
+    j = Journal(rank_dir(path) / rid, 1)
+    j.append([("a", {"v": 1}), ("b", {"v": 2})])
+    with open(j.path, "a") as fh:
+        fh.write('{"k": "c", "r": {"v"')  # torn last line: the rank died mid-write
+    with open_store(path, par=ParallelContext()) as st:
+        run = st.open_run("toy", {"n": 3})
+        assert isinstance(run, MainRun)
+        assert run.results() == {"a": {"v": 1}, "b": {"v": 2}}
+        assert share_pending(run, ["a", "b", "c"]) == ["c"]
+    assert not j.path.exists()
+
+
+def test_context_share_partitions_and_maps_devices():
+    ctxs = [ParallelContext(rank=r, world_size=3) for r in range(3)]
+    parts = [c.share(list(range(10))) for c in ctxs]
+    assert sorted(x for p in parts for x in p) == list(range(10))
+    assert parts[1] == [1, 4, 7]
+    assert ctxs[2].device("cpu") == "cpu"
+    assert ParallelContext().device("auto") == "auto"  # one process: unchanged
+
+
+CANDIDATES = [
+    "the cat sat on the mat",
+    "a dog ran in the park",
+    "birds fly south in winter",
+    "the sun is hot today",
+    "we like green tea a lot",
+    "it rains in april often",
+    "the river runs to the sea",
+]
+
+
+def test_score_two_ranks_equal_one_process(tmp_path):
+    (tmp_path / "c.txt").write_text("\n".join(CANDIDATES) + "\n")
+    out = {}
+    for n in (1, 2):
+        store = tmp_path / f"s{n}.sqlite"
+        args = ["--json", "--store", str(store), "score", "--model", "tiny-llada", "--config", "marginal"]
+        r = dlmeval(n, [*args, "--candidates", "c.txt", "--masks", "4", "--rates", "2"], cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out[n] = (json.loads(r.stdout), items_of(store))
+    (a, ia), (b, ib) = out[1], out[2]
+    assert a["run_id"] == b["run_id"]
+    assert [x["score"] for x in a["items"]] == [x["score"] for x in b["items"]]
+    assert ia == ib and len(next(iter(ia.values()))) == len(CANDIDATES)
+
+
+def test_sample_two_ranks_equal_one_process(tmp_path):
+    (tmp_path / "p.txt").write_text("The cat\nOnce upon\nA dog\n")
+    args = ["--json", "sample", "--model", "tiny-llada", "--prompts", "p.txt", "--num-samples", "2"]
+    args += ["--length", "8", "--steps", "8", "--strategy", "low_confidence", "--temperature", "0.5"]
+    a, b = (dlmeval(n, args, cwd=tmp_path) for n in (1, 2))
+    assert a.returncode == 0 and b.returncode == 0, b.stderr[-2000:]
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    assert len(ja["samples"]) == 6 and ja == jb
+
+
+def test_killed_rank_of_a_real_command_resumes(tmp_path):
+    """SIGKILL one rank of `dlmeval score` once its journal holds a record; the same command then finishes with
+    the one-process result and no duplicate records."""
+    texts = [f"{w} is a word that we like to say every day" for w in "abcdefghijklmnopqrstuvwx"]
+    (tmp_path / "c.txt").write_text("\n".join(texts) + "\n")
+    args = ["--json", "score", "--model", "tiny-llada", "--config", "marginal", "--candidates", "c.txt"]
+    args += ["--masks", "8", "--rates", "4", "--batch-size", "2"]
+    store = tmp_path / "s.sqlite"
+    cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "dlmeval"]
+    proc = subprocess.Popen(
+        [*cmd, "--store", str(store), *args],
+        cwd=tmp_path,
+        env=_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    killed = False
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        for j in rank_dir(store).glob("*/rank00001-*.jsonl"):
+            if read_journal(j):
+                os.kill(int(j.stem.rsplit("-", 1)[1]), signal.SIGKILL)
+                killed = True
+                break
+        if killed:
+            break
+        time.sleep(0.05)
+    proc.communicate(timeout=120)
+    assert killed, "rank 1 never wrote a record before the job ended"
+    assert proc.returncode != 0
+    r = dlmeval(2, ["--store", str(store), *args], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    one = tmp_path / "one.sqlite"
+    r1 = dlmeval(1, ["--store", str(one), *args], cwd=tmp_path)
+    assert r1.returncode == 0, r1.stderr[-2000:]
+    assert json.loads(r.stdout)["items"] == json.loads(r1.stdout)["items"]
+    assert items_of(store) == items_of(one)
