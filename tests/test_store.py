@@ -215,6 +215,28 @@ def test_items_are_in_natural_key_order_with_flattened_columns(store):
     assert list(empty.columns) == ["key"] and len(empty) == 0
 
 
+def test_results_with_prefix_match_the_prefix_exactly_and_stay_in_their_run(store):
+    r = store.open_run("demo", {}, [], seed=0)
+    other = store.open_run("demo", {}, [], seed=1)
+    r.put_many(
+        {
+            "SummEval/M1|bleu": {"score": 1.0},
+            "SummEval/M2|bleu": {"score": math.nan},
+            "SummEval2/M1|bleu": {"score": 3.0},  # shares the first 8 characters only
+            "S_mmEval/x|bleu": {"score": 4.0},  # '_' would match any character under LIKE
+            "gu-en/0|bleu": {"score": 5.0},
+        }
+    )
+    other.put("SummEval/M9|bleu", {"score": 9.0})
+    got = r.results_with_prefix("SummEval/")
+    assert list(got) == ["SummEval/M1|bleu", "SummEval/M2|bleu"]  # key order, this run only
+    assert got["SummEval/M1|bleu"] == {"score": 1.0} and math.isnan(got["SummEval/M2|bleu"]["score"])
+    assert r.done_keys("SummEval/") == set(got)
+    assert r.done_keys("S_mm") == {"S_mmEval/x|bleu"} and r.results_with_prefix("%") == {}
+    assert r.done_keys("") == r.done_keys() and len(r.done_keys()) == 5
+    assert other.results_with_prefix("SummEval/") == {"SummEval/M9|bleu": {"score": 9.0}}
+
+
 def test_tables_round_trip_with_dtypes_index_and_nan(store):
     r = store.open_run("demo", {}, [], seed=0)
     df = pd.DataFrame(

@@ -37,6 +37,11 @@ from dlmeval.store.access import (  # noqa: F401  (re-exported: dlmeval.store.db
     resolve_store_path,
     store_message,
 )
+from dlmeval.store.frames import (  # noqa: F401  (re-exported: dlmeval.store.db was their home)
+    _decode_frame,
+    _encode_frame,
+    frame_records,
+)
 from dlmeval.store.signature import Signature, library_versions
 
 if TYPE_CHECKING:
@@ -99,78 +104,6 @@ def _now() -> str:
 def natural_key(key: str) -> list[tuple[int, Any]]:
     """Sort key that orders ``item-2`` before ``item-10``."""
     return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", key) if t != ""]
-
-
-# ---------------------------------------------------------------------------------------------- tables as JSON
-def _encode_frame(df: pd.DataFrame) -> dict[str, Any]:
-    """A DataFrame as column-oriented strict JSON with dtypes (no pickle: a store must be safe to open)."""
-    import pandas as pd
-
-    plain_index = (
-        isinstance(df.index, pd.RangeIndex)
-        and df.index.start == 0
-        and df.index.step == 1
-        and df.index.name is None
-    )
-    frame = df if plain_index else df.reset_index()
-    n_index = 0 if plain_index else df.index.nlevels
-    columns, dtypes, data = [], [], []
-    for i in range(frame.shape[1]):
-        s = frame.iloc[:, i]
-        kind = s.dtype.kind
-        if kind == "M":
-            values = [None if pd.isna(x) else x.isoformat() for x in s]
-        elif kind == "m":
-            values = [None if pd.isna(x) else str(x) for x in s]
-        else:
-            values = s.tolist()
-        label = frame.columns[i]
-        columns.append(list(label) if isinstance(label, tuple) else label)
-        dtypes.append(str(s.dtype))
-        data.append(values)
-    return {
-        "columns": columns,
-        "dtypes": dtypes,
-        "data": data,
-        "n_index": n_index,
-        "multi_columns": isinstance(frame.columns, pd.MultiIndex),
-    }
-
-
-def _decode_frame(obj: Mapping[str, Any]) -> pd.DataFrame:
-    import pandas as pd
-
-    cols = []
-    for values, dtype in zip(obj["data"], obj["dtypes"]):
-        s = pd.Series(values, dtype=object if not values else None)
-        try:
-            if dtype.startswith("datetime64"):
-                s = pd.to_datetime(s, utc="UTC" in dtype or "+" in dtype)
-                if s.dtype != dtype:
-                    s = s.astype(dtype)
-            elif dtype.startswith("timedelta64"):
-                s = pd.to_timedelta(s)
-            elif dtype != "object":
-                s = s.astype(dtype)
-        except (TypeError, ValueError):  # an exotic dtype that cannot be rebuilt from JSON: keep the values
-            pass
-        cols.append(s.reset_index(drop=True))
-    labels = [tuple(c) if isinstance(c, list) else c for c in obj["columns"]]
-    df = pd.concat(cols, axis=1) if cols else pd.DataFrame()
-    if cols:
-        df.columns = pd.MultiIndex.from_tuples(labels) if obj.get("multi_columns") else labels
-    n_index = int(obj.get("n_index", 0))
-    if n_index:
-        df = df.set_index(list(df.columns[:n_index]))
-        if n_index == 1 and df.index.name == "index":
-            df.index.name = None  # reset_index named an unnamed index "index"
-    return df
-
-
-def frame_records(df: pd.DataFrame) -> dict[str, Any]:
-    """A DataFrame as ``{"columns": [...], "rows": [[...], ...]}`` of plain JSON values (for exports)."""
-    enc = _encode_frame(df)
-    return {"columns": enc["columns"], "rows": [list(r) for r in zip(*enc["data"])] if enc["data"] else []}
 
 
 # ---------------------------------------------------------------------------------------------- store
@@ -493,8 +426,23 @@ class Run:
             c.execute(self._TOUCH, (now, self.run_id))
         return n
 
-    def done_keys(self) -> set[str]:
-        return {r[0] for r in self.store.execute("SELECT key FROM items WHERE run_id = ?", (self.run_id,))}
+    # an exact prefix match (LIKE would read % and _ in a key as wildcards), within one run
+    _PREFIX = "FROM items WHERE run_id = ? AND substr(key, 1, ?) = ?"
+
+    def done_keys(self, prefix: str | None = None) -> set[str]:
+        """The keys stored so far (only those starting with ``prefix`` when given)."""
+        if prefix is None:
+            return {
+                r[0] for r in self.store.execute("SELECT key FROM items WHERE run_id = ?", (self.run_id,))
+            }
+        args = (self.run_id, len(prefix), prefix)
+        return {r[0] for r in self.store.execute(f"SELECT key {self._PREFIX}", args)}
+
+    def results_with_prefix(self, prefix: str) -> dict[str, dict[str, Any]]:
+        """``{key: result}`` of the items whose key starts with ``prefix`` (one query), in key order."""
+        args = (self.run_id, len(prefix), prefix)
+        rows = self.store.execute(f"SELECT key, result {self._PREFIX} ORDER BY key", args).fetchall()
+        return {k: jsonsafe.loads(v) for k, v in rows}
 
     def __len__(self) -> int:
         return self.store.execute("SELECT COUNT(*) FROM items WHERE run_id = ?", (self.run_id,)).fetchone()[0]

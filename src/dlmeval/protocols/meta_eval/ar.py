@@ -1,0 +1,97 @@
+"""The ``ar`` family: autoregressive likelihood scores with the AR model (:mod:`dlmeval.baselines.likelihood`).
+
+s2h, h2s, r2h, h2r, F = (r2h + h2r) / 2, sbi = (s2h + h2s) / 2 and the marginal, where the benchmark has the texts:
+no s2h / h2s where the source is not English (WMT), no reference directions without references (the factuality
+sets). The "(paper mapping)" row reads the direction that plays the mapped DiffScore configuration's part.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from dlmeval.protocols import diffscore_protocols as P
+from dlmeval.protocols.meta_eval.benchmarks import get_benchmark
+from dlmeval.protocols.meta_eval.families import MetricFamily, register_family
+
+AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
+_ARROWS = {
+    "s2h": "s->h",
+    "h2s": "h->s",
+    "sbi": "(s->h + h->s)/2",
+    "r2h": "r->h",
+    "h2r": "h->r",
+    "f": "F=(r->h + h->r)/2",
+    "mar": "marginal",
+    "mapped": "(paper mapping)",
+}
+
+
+def ar_directions_for(name: str) -> tuple[str, ...]:
+    b = get_benchmark(name)
+    source = ("s2h", "h2s", "sbi") if b.english_source else ()
+    refs = ("r2h", "h2r", "f") if b.has_reference else ()
+    return tuple(d for d in AR_DIRECTIONS if d in (*source, *refs, "mar"))
+
+
+@register_family
+class ARFamily(MetricFamily):
+    name = "ar"
+    rank = 30
+    kind = "meta-eval-ar"
+    order = (*(f"ar:{d}" for d in AR_DIRECTIONS), "ar:mapped")
+    mapped = "ar:mapped"
+
+    def load(self) -> None:
+        self.suite.ar()
+
+    def configuration(self) -> dict[str, Any]:
+        from dlmeval.baselines.likelihood import DEFAULT_TEMPLATE
+
+        cfg: dict[str, Any] = {"template": DEFAULT_TEMPLATE, "score": "mean-logprob"}
+        if self.opts.ar_max_refs is not None:
+            cfg["max_refs"] = int(self.opts.ar_max_refs)
+        return cfg
+
+    def models(self) -> list[Any]:
+        return [self.suite.ar()]
+
+    def metrics(self, bench) -> list[str]:
+        return [f"ar:{d}" for d in ar_directions_for(bench.name)]
+
+    def compute(self, frame, chunk):
+        from dlmeval.baselines.likelihood import ARScorer, directional_scores
+
+        directions = ar_directions_for(frame["benchmark"].iat[0])
+        sc = ARScorer(self.suite.ar(), batch_size=self.opts.ar_batch_size)
+        rows = [frame.iloc[u.rows[0]] for u in chunk]
+        base = [d for d in directions if d != "sbi"]
+        if "sbi" in directions:
+            base = list(dict.fromkeys([*base, "s2h", "h2s"]))
+        got = directional_scores(
+            sc,
+            [r["candidate"] for r in rows],
+            sources=[r["cond_source"] for r in rows],
+            references=[r["targets"][: self.opts.ar_max_refs] for r in rows]
+            if any(d in base for d in ("r2h", "h2r", "f"))
+            else None,
+            directions=base,
+        )
+        if "sbi" in directions:
+            got["sbi"] = [(a + b) / 2 for a, b in zip(got["s2h"], got["h2s"])]
+        return {
+            u.uid: {f"ar:{d}": {"score": float(got[d][i])} for d in directions} for i, u in enumerate(chunk)
+        }
+
+    @functools.cached_property
+    def model_label(self) -> str:
+        name = self.suite.ar().identity().name
+        if self.opts.ar_max_refs is not None:
+            name += f", best of first {self.opts.ar_max_refs} refs"
+        return name
+
+    def label(self, metric: str) -> str:
+        return f"AR {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"
+
+    def mapped_source(self, bench, dimension: str) -> str | None:
+        return f"ar:{P.ar_direction(bench.task, bench.config_for(dimension))}"

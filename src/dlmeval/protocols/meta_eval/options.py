@@ -1,0 +1,127 @@
+"""Options of the meta-evaluation suite (:class:`SuiteOptions`) and of DiffScore-FT (:class:`FTOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlmeval.errors import InputError
+from dlmeval.protocols.meta_eval.benchmarks import SUITES, get_benchmark, task_groups
+from dlmeval.protocols.meta_eval.families import METRIC_FAMILIES, family_names
+
+#: the built-in families ``--metrics`` chooses from by default (every registered family with ``default = True``)
+FAMILIES = ("lexical", "embedding", "ar", "diffscore")
+SUITE_VERSION = 1  # bump when a component's numbers change for the same configuration
+
+
+@dataclass(frozen=True)
+class FTOptions:
+    """DiffScore-FT: LoRA on (source, reference) pairs, document-level k-fold (see diffscore_ft)."""
+
+    folds: int = 5
+    steps: int = 30
+    batch_size: int = 8
+    lr: float = 5e-4
+    lora_r: int = 16
+    lora_alpha: int = 32
+    max_len: int | None = None  # default: the model's window
+    work_dir: str | None = None  # fold checkpoints (default: <cache>/meta-eval-ft/<run id>)
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    suite: str = "bartscore"
+    benchmarks: tuple[str, ...] | None = None  # default: every benchmark of the suite
+    limit: int | None = None
+    # metric families (``--metrics``); None: every registered family with ``default = True``
+    families: tuple[str, ...] | None = None
+    dlm: str = "default"
+    ar: str = "default-ar"
+    encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
+    fast: bool = False
+    n_masks: int | None = None  # default: 20 (5 with fast)
+    n_rates: int | None = None  # default: 10 (5 with fast)
+    scheme: str = "balanced"
+    weighting: str = "mlp"
+    prompt: str = "auto"  # "auto": task prompts for models with a chat template; "none"
+    all_configs: bool = False  # every DiffScore configuration on every benchmark, not just the mapped ones
+    ft: bool = False
+    ft_options: FTOptions = field(default_factory=FTOptions)
+    bootstrap: int = 1000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    ci_protocols: str = "primary"  # "primary" | "all"
+    seed: int = 0
+    device: str | None = None
+    dtype: str | None = None
+    data_dir: str | None = None
+    chunk_size: int = 32
+    ar_batch_size: int = 8
+    # AR reference directions: best of the first N distinct references (None: all)
+    ar_max_refs: int | None = None
+    dlm_batch_size: int | None = None
+    dlm_max_tokens: int | None = None  # padded tokens per DiffScore forward pass (default: the scorer's)
+    trust_remote_code: bool = False
+    allow_download: bool = False  # model specs may be hub ids (needs internet)
+    progress: bool = True
+
+    def selected_families(self) -> tuple[str, ...]:
+        """The ``--metrics`` families (the registered defaults when none were given)."""
+        if self.families is not None:
+            return tuple(self.families)
+        return tuple(n for n in family_names() if METRIC_FAMILIES[n].default)
+
+    def resolved_benchmarks(self) -> tuple[str, ...]:
+        if self.suite not in SUITES:
+            raise InputError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
+        if not self.benchmarks:
+            return SUITES[self.suite]
+        groups = task_groups(self.suite)
+        out: list[str] = []
+        for name in self.benchmarks:
+            key = name.strip()
+            if key.upper() in groups:
+                out += groups[key.upper()]
+            else:
+                out.append(get_benchmark(key, self.suite).name)
+        return tuple(dict.fromkeys(out))
+
+    def estimator(self) -> dict[str, Any]:
+        k = self.n_masks if self.n_masks is not None else (5 if self.fast else 20)
+        t = self.n_rates if self.n_rates is not None else (5 if self.fast else 10)
+        return {"n_masks": int(k), "n_rates": int(t), "scheme": self.scheme, "weighting": self.weighting}
+
+    def check(self) -> None:
+        known = family_names()
+        bad = [f for f in self.selected_families() if f not in known]
+        if bad:
+            raise InputError(
+                f"unknown metric famil{'ies' if len(bad) > 1 else 'y'} {bad}; choose from {', '.join(known)}"
+            )
+        if self.limit is not None and self.limit < 1:
+            raise InputError(f"--limit must be a positive number of items, got {self.limit}")
+        if self.prompt not in ("auto", "none"):
+            raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
+        if self.ci_protocols not in ("primary", "all"):
+            raise InputError(f"ci_protocols must be 'primary' or 'all', got {self.ci_protocols!r}")
+        if self.bootstrap < 0:
+            raise InputError(f"--bootstrap must be >= 0 resamples, got {self.bootstrap}")
+        if not 0 < self.confidence < 1 or not 0 < self.alpha < 0.5:
+            raise InputError("confidence must lie in (0, 1) and alpha in (0, 0.5)")
+        if self.chunk_size < 1:
+            raise InputError("chunk_size must be positive")
+        if self.ar_max_refs is not None and self.ar_max_refs < 1:
+            raise InputError(f"--ar-max-refs must be at least 1, got {self.ar_max_refs}")
+        if self.ft and self.ft_options.folds < 2:
+            raise InputError(f"DiffScore-FT needs at least 2 folds, got {self.ft_options.folds}")
+        for flag, v in (("--masks/-K", self.n_masks), ("--rates/-T", self.n_rates)):
+            if v is not None and v < 1:
+                raise InputError(f"{flag} must be at least 1, got {v}")
+        if self.dlm_batch_size is not None and self.dlm_batch_size < 1:
+            raise InputError(f"--batch-size must be at least 1, got {self.dlm_batch_size}")
+        if self.dlm_max_tokens is not None and self.dlm_max_tokens < 1:
+            raise InputError(f"--max-tokens must be at least 1, got {self.dlm_max_tokens}")
+        from dlmeval.models.registry import check_settings
+
+        check_settings(self.device, self.dtype, self.seed)
+        self.resolved_benchmarks()

@@ -1,0 +1,127 @@
+"""Paper-style tables of the result records, their Markdown, and the files written to ``--out``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dlmeval.protocols import diffscore_protocols as P
+from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS, TABLE_ORDER
+from dlmeval.protocols.meta_eval.families import METRIC_FAMILIES
+
+TABLE_NOTES = {
+    "mt": "WMT19 DARR Kendall-like tau = (Concordant - Discordant) / (Concordant + Discordant) over the human "
+    "better/worse pairs; a metric tie is Discordant.",
+    "sum": "rho doc-avg: Spearman per document over its systems, averaged (SummEval, Newsroom); r sys: Pearson of "
+    "system means (REALSumm coverage); acc: pairwise accuracy correct > incorrect (Rank19); r: Pearson over all "
+    "outputs (QAGS). Reference-based baselines compare with the source on Rank19 / QAGS (no reference).",
+    "d2t": "rho: Spearman over all outputs (BARTScore's evaluate_text; the D2T files carry no system names).",
+    "secondary": "Protocols other than the paper's headline number, same metrics.",
+}
+#: the row the '†' marks compare with
+MARK_AGAINST = "ar:mapped"
+
+
+def _fmt(x: float) -> str:
+    return "" if x is None or not np.isfinite(x) else f"{x:.3f}"
+
+
+def column_label(benchmark: str, dimension: str, dimension_tag: str, protocol: str) -> str:
+    """``"SummEval COH (rho doc-avg)"``; a pairwise set has one dimension and shows none (``"gu-en (DARR tau)"``)."""
+    if dimension == P.DARR:
+        return f"{benchmark} ({P.PROTOCOL_TAGS[protocol]})"
+    return f"{benchmark} {dimension_tag} ({P.PROTOCOL_TAGS[protocol]})"
+
+
+def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Wide tables (rows = metric labels, columns = "benchmark DIM (protocol)") of the primary protocols, per
+    benchmark table (``mt``, ``sum``, ``d2t``, ...; each with an ``avg`` column), and ``secondary`` with every
+    other protocol. Rows: families in registration order, then each family's ``order``, then label."""
+    out: dict[str, pd.DataFrame] = {}
+    if results.empty:
+        return out
+    fam_rank = {f: i for i, f in enumerate(METRIC_FAMILIES)}
+    met_rank = {f: {m: i for i, m in enumerate(c.order)} for f, c in METRIC_FAMILIES.items()}
+    firsts = results.drop_duplicates("label")
+    keyed = sorted(
+        zip(firsts["family"], firsts["metric"], firsts["label"]),
+        key=lambda t: (fam_rank.get(t[0], 99), met_rank.get(t[0], {}).get(t[1], 999), t[2]),
+    )
+    order = [lab for _, _, lab in keyed]  # the same row order in every table, whatever benchmark came first
+    bench_order = list(BENCHMARKS)
+
+    def wide(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        df["column"] = [
+            column_label(b, d, t, p)
+            for b, d, t, p in zip(df["benchmark"], df["dimension"], df["dimension_tag"], df["protocol"])
+        ]
+        df["_b"] = df["benchmark"].map(bench_order.index)
+        cols = list(dict.fromkeys(df.sort_values(["_b"], kind="stable")["column"]))
+        w = df.pivot_table(index="label", columns="column", values="value", aggfunc="first", dropna=False)
+        w = w.reindex(index=[lab for lab in order if lab in w.index], columns=cols)
+        w.index.name = "metric"
+        return w
+
+    prim = results[results["primary"]]
+    table_of = prim["benchmark"].map(lambda b: BENCHMARKS[b].table)
+    for name in TABLE_ORDER:
+        sub = prim[table_of == name]
+        if sub.empty:
+            continue
+        w = wide(sub)
+        w["avg"] = w.mean(axis=1, skipna=False)
+        out[name] = w
+    sec = results[~results["primary"]]
+    if not sec.empty:
+        out["secondary"] = wide(sec)
+    return out
+
+
+def markdown_table(w: pd.DataFrame, marks: dict[tuple[str, str], str] | None = None, note: str = "") -> str:
+    """A GitHub Markdown table (3 decimals; ``marks[(row, column)]`` appended to a cell)."""
+    marks = marks or {}
+    head = [w.index.name or "metric", *map(str, w.columns)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(w.columns)) + "|"]
+    for lab, row in w.iterrows():
+        cells = [_fmt(v) + marks.get((lab, c), "") for c, v in row.items()]
+        lines.append("| " + " | ".join([str(lab), *cells]) + " |")
+    text = "\n".join(lines) + "\n"
+    return text + (f"\n{note}\n" if note else "")
+
+
+def _marks(comparisons: pd.DataFrame, results: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """'†' on cells significantly better than AR (paper mapping) (:data:`MARK_AGAINST`)."""
+    marks: dict[tuple[str, str], str] = {}
+    if comparisons.empty:
+        return marks
+    sig = comparisons[(comparisons["metric_b"] == MARK_AGAINST) & comparisons["a_significantly_better"]]
+    for r in sig.itertuples(index=False):
+        marks[(r.label_a, column_label(r.benchmark, r.dimension, r.dimension_tag, r.protocol))] = "†"
+    return marks
+
+
+def markdown_tables(tables: dict[str, pd.DataFrame], comparisons: pd.DataFrame, results, alpha: float):
+    """``{table name: Markdown}`` with the notes and the significance marks."""
+    marks = _marks(comparisons, results)
+    return {
+        name: f"## {name}\n\n"
+        + markdown_table(w, marks if name != "secondary" else None, TABLE_NOTES.get(name, ""))
+        + (
+            "\n† significantly better than AR (paper mapping), p < "
+            f"{alpha} (Williams test or paired bootstrap; see comparisons).\n"
+            if name != "secondary"
+            else ""
+        )
+        for name, w in tables.items()
+    }
+
+
+def write_outputs(out_dir: Path, tables: dict[str, pd.DataFrame], markdown: dict[str, str]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        df.to_csv(out_dir / f"{name}.csv", index=not isinstance(df.index, pd.RangeIndex))
+    for name, text in markdown.items():
+        (out_dir / f"{name}.md").write_text(text, encoding="utf-8")
