@@ -219,3 +219,21 @@ def test_killed_rank_of_a_real_command_resumes(tmp_path):
     assert r1.returncode == 0, r1.stderr[-2000:]
     assert json.loads(r.stdout)["items"] == json.loads(r1.stdout)["items"]
     assert items_of(store) == items_of(one)
+
+
+def test_device_map_places_with_accelerate_and_keeps_scores():
+    """``--device map`` loads through ``from_pretrained(device_map=...)`` (accelerate); on this CPU-only machine
+    everything lands on the CPU and the scores are those of ``--device cpu``."""
+    from dlmeval.models.registry import load_diffusion
+    from dlmeval.scoring import DiffScorer
+
+    mapped = load_diffusion("tiny-llada", device="map")
+    plain = load_diffusion("tiny-llada", device="cpu")
+    assert getattr(mapped.module, "hf_device_map", None) == {"model": "cpu"}
+    assert getattr(plain.module, "hf_device_map", None) is None
+    a, b = (
+        DiffScorer(m, n_masks=4, n_rates=2).score(CANDIDATES[:3], config="marginal") for m in (mapped, plain)
+    )
+    assert a["score"].tolist() == b["score"].tolist()
+    with pytest.raises(Exception, match="the placements are map"):
+        load_diffusion("tiny-llada", device="map:everywhere")

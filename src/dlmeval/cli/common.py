@@ -6,6 +6,11 @@ import json
 import sys
 from typing import Any
 
+DEVICE_HELP = (
+    "cpu, cuda, cuda:1, or auto (default; cuda:LOCAL_RANK under torchrun); map[:auto|balanced|sequential] "
+    "spreads one model over all visible devices (accelerate's big-model inference)"
+)
+
 
 def add_model_args(
     p, *, default: str = "default", flag: str = "--model", help_kind: str = "diffusion"
@@ -17,7 +22,7 @@ def add_model_args(
 
 def add_runtime_args(p) -> None:
     g = p.add_argument_group("runtime")
-    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    g.add_argument("--device", default="auto", help=DEVICE_HELP)
     g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
     g.add_argument(
         "--trust-remote-code",

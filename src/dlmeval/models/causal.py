@@ -21,6 +21,8 @@ from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import (
     ModelIdentity,
     _TokenizerMixin,
+    place,
+    place_kwargs,
     resolve_device,
     resolve_dtype,
     state_dict_sha256,
@@ -456,9 +458,11 @@ def load_causal(
         if not p.exists():
             raise ModelNotFoundError(f"GGUF file {p} does not exist")
         tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
-        module = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=dt)
+        module = AutoModelForCausalLM.from_pretrained(
+            str(p.parent), gguf_file=p.name, dtype=dt, **place_kwargs(device)
+        )
         return HFCausalLM(
-            module.to(dev).eval(),
+            place(module, dev, device),
             tok,
             name=name or p.stem,
             source=str(p),
@@ -475,7 +479,9 @@ def load_causal(
     if getattr(cfg, "is_encoder_decoder", False) or "ForMaskedLM" in " ".join(cfg.architectures or []):
         raise InputError(f"{path} is not a causal LM ({cfg.architectures}); use hf: for masked LMs")
     tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = AutoModelForCausalLM.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    module = place(
+        AutoModelForCausalLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
+    )
     return HFCausalLM(
         module,
         tok,

@@ -175,9 +175,11 @@ def check_settings(device: str | None = None, dtype: str | None = None, seed: in
     model must not run float32 under a signature that says float8). Raises :class:`InputError`."""
     import torch
 
-    from dlmeval.models.base import resolve_dtype
+    from dlmeval.models.base import device_map_of, resolve_dtype
 
-    if device not in (None, "auto"):
+    if device_map_of(device):
+        pass  # a placement over the visible devices by accelerate (an unknown name raised in device_map_of)
+    elif device not in (None, "auto"):
         try:
             dev = torch.device(device)
         except (RuntimeError, TypeError):
@@ -348,7 +350,7 @@ def load_causal_lm(
 def _load_hf_mlm(path: str, *, device, dtype, allow_download: bool, trust_remote_code: bool):
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
-    from dlmeval.models.base import resolve_device, resolve_dtype
+    from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
     from dlmeval.models.hf_mlm import HFMaskedLM
 
     if not path:
@@ -370,7 +372,9 @@ def _load_hf_mlm(path: str, *, device, dtype, allow_download: bool, trust_remote
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    module = place(
+        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
+    )
     return HFMaskedLM(
         module,
         tok,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.base import resolve_device, resolve_dtype
+from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
 
 
 def version_note(family: str) -> list[str]:
@@ -79,7 +79,7 @@ def load_remote_family(
     tok = AutoTokenizer.from_pretrained(path, **kw)
     if padding_side is not None:
         tok.padding_side = padding_side
-    module = AutoModel.from_pretrained(path, dtype=dt, **kw).to(dev).eval()
+    module = place(AutoModel.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device)
     mid, eos, notes = special_ids_from_files(
         tok,
         cfg,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from dlmeval.models.base import resolve_device
+from dlmeval.models.base import device_map_of, resolve_device
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<eos>", "<bos>"]
 TINY_WORDS = (
@@ -118,7 +118,9 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
     if kind in ("llada", "dream"):
         from dlmeval.models.standins import load_standin
 
-        return load_standin(kind, seed=seed, device=str(dev), layers=layers, hidden=hidden)
+        # the stand-ins load from checkpoint directories, so --device map places them as it places a real model
+        placed = device if device_map_of(device) else str(dev)
+        return load_standin(kind, seed=seed, device=placed, layers=layers, hidden=hidden)
     if kind == "causal":
         from transformers import LlamaForCausalLM
 
