@@ -19,7 +19,14 @@ from dlmeval.scoring.diagnostics import (
     profile_matrix,
     token_table,
 )
-from dlmeval.scoring.masks import balanced_masks, hidden_count, independent_masks, masks_per_rate, rate_grid
+from dlmeval.scoring.masks import (
+    balanced_masks,
+    exact_count_masks,
+    hidden_count,
+    independent_masks,
+    masks_per_rate,
+    rate_grid,
+)
 
 CANDS = ["the cat sat on the mat", "a dog ran", "the king of france wrote a book", "paris"]
 SRCS = [
@@ -46,8 +53,8 @@ def bert():
 
 # ---------------------------------------------------------------------------------------------------- masks
 @pytest.mark.parametrize("length,k,t", [(10, 20, 10), (7, 5, 5), (60, 20, 10), (9, 200, 10), (1, 20, 10)])
-def test_balanced_masks_hide_every_token_equally_often_with_exact_counts(length, k, t):
-    m = balanced_masks(length, k, t, np.random.default_rng(3))
+def test_exact_count_masks_hide_every_token_equally_often_with_exact_counts(length, k, t):
+    m = exact_count_masks(length, k, t, np.random.default_rng(3))
     assert m.hidden.shape == (k, length)
     assert np.bincount(m.rate_index, minlength=t).tolist() == masks_per_rate(k, t).tolist()
     for j in range(k):
@@ -60,22 +67,48 @@ def test_balanced_masks_hide_every_token_equally_often_with_exact_counts(length,
         assert cov.min() == cov.max()  # exactly equal when the rate pairs complement exactly
 
 
-def test_balanced_masks_are_complementary_pairs():
-    m = balanced_masks(10, 20, 10, np.random.default_rng(0))
+def test_exact_count_masks_are_complementary_pairs():
+    m = exact_count_masks(10, 20, 10, np.random.default_rng(0))
     # rate 0.1 (index 0) pairs with rate 0.9 (index 8): j-th masks are complements
     a, b = m.hidden[m.rate_index == 0], m.hidden[m.rate_index == 8]
     assert np.array_equal(a, ~b)
     assert not (a[0] & a[1]).any()  # the two 0.1-masks are disjoint windows of one permutation
     assert m.hidden[m.rate_index == 9].all()  # t = 1 hides everything
     # tiling: in one round the masks at 0.1, 0.2, 0.3, 0.4 partition the text (L = 10: 1 + 2 + 3 + 4 tokens)
-    one = balanced_masks(10, 10, 10, np.random.default_rng(1))
+    one = exact_count_masks(10, 10, 10, np.random.default_rng(1))
     low = one.hidden[one.rate_index < 4]
     assert low.sum(axis=1).tolist() == [1, 2, 3, 4] and (low.sum(axis=0) == 1).all()
+
+
+@pytest.mark.parametrize("length,k,t", [(10, 20, 10), (7, 5, 5), (3, 40, 10), (1, 20, 10)])
+def test_balanced_masks_are_complementary_pairs_of_bernoulli_masks(length, k, t):
+    m = balanced_masks(length, k, t, np.random.default_rng(4))
+    assert m.hidden.shape == (k, length) and (m.hidden.sum(axis=1) >= 1).all()
+    assert np.bincount(m.rate_index, minlength=t).tolist() == masks_per_rate(k, t).tolist()
+    assert m.hidden[m.rate_index == t - 1].all()  # t = 1 hides everything
+    for a in range(t - 1):  # rates below 1/2 and their partners 1 - t
+        b = t - 2 - a
+        if b <= a:
+            continue
+        lo, hi = m.hidden[m.rate_index == a], m.hidden[m.rate_index == b]
+        e_lo, e_hi = m.drawn_empty()[m.rate_index == a], m.drawn_empty()[m.rate_index == b]
+        for j in range(min(len(lo), len(hi))):
+            if not (e_lo[j] or e_hi[j]):  # a mask drawn empty is replaced by one token, its partner is full
+                assert np.array_equal(lo[j], ~hi[j])
+            elif e_lo[j]:
+                assert hi[j].all() and lo[j].sum() == 1
+    # an exactly-coupled estimator would not vary its sizes: here they are random (Binomial)
+    if length == 10:
+        many = [balanced_masks(length, k, t, np.random.default_rng(s)) for s in range(30)]
+        sizes = {int(x.hidden[x.rate_index == 0][0].sum()) for x in many}
+        assert len(sizes) > 1
 
 
 def test_independent_masks_never_empty_and_pll_is_identity():
     m = independent_masks(3, 200, 10, np.random.default_rng(0))
     assert (m.hidden.sum(axis=1) >= 1).all()
+    # the masks drawn empty are flagged, and hide one token each
+    assert m.drawn_empty().any() and (m.hidden[m.drawn_empty()].sum(axis=1) == 1).all()
     assert np.array_equal(make_masks("pll", 4, 1, 1, np.random.default_rng(0)).hidden, np.eye(4, dtype=bool))
     with pytest.raises(InputError, match="scheme"):
         make_masks("nope", 4, 1, 1, np.random.default_rng(0))
@@ -105,23 +138,25 @@ def _subset_logprobs(model, layout, side="candidate"):
 
 
 def _exact_expectation(sub, n, scheme, weighting, k, t):
+    """The exact expectation of the estimator: every mask pattern with its probability (T divides K here)."""
     rates = rate_grid(t)
     counts = masks_per_rate(k, t)
     total = 0.0
     for r_i, rate in enumerate(rates):
-        if scheme == "balanced":
+        if scheme == "exact-count":
             m = hidden_count(rate, n)
             size_m = [s for s in sub if len(s) == m]
             probs = {s: 1.0 / len(size_m) for s in size_m}
-        else:  # Bernoulli(rate); an empty mask becomes a uniformly chosen single token
+            empty = 0.0
+        else:  # balanced and independent: Bernoulli(rate); an empty mask becomes a uniformly chosen single token
             probs = {s: rate ** len(s) * (1 - rate) ** (n - len(s)) for s in sub}
-            for s in sub:
-                if len(s) == 1:
-                    probs[s] += (1 - rate) ** n / n
+            empty = (1 - rate) ** n
         e = 0.0
         for s, p in probs.items():
-            v = sub[s].sum() / (len(s) if weighting == "mlp" else rate * n)
-            e += p * v
+            if weighting == "mlp":
+                e += (p + (empty / n if len(s) == 1 else 0.0)) * sub[s].mean()
+            else:  # elbo: 1/t; elbo_norm: 1/(t L); a mask drawn empty is the empty sum, 0
+                e += p * sub[s].sum() / (rate * (n if weighting == "elbo_norm" else 1))
         total += counts[r_i] / k * e
     return total
 
@@ -130,7 +165,9 @@ def _exact_expectation(sub, n, scheme, weighting, k, t):
     "scheme,weighting,k,t",
     [
         ("balanced", "mlp", 10, 5),
-        ("balanced", "elbo", 6, 3),
+        ("balanced", "elbo_norm", 6, 3),
+        ("exact-count", "mlp", 10, 5),
+        ("exact-count", "elbo", 6, 3),
         ("independent", "mlp", 10, 5),
         ("independent", "elbo", 8, 4),
     ],
@@ -148,8 +185,9 @@ def test_monte_carlo_converges_to_exact_expectation(peaky, scheme, weighting, k,
     assert est.std() > 1e-3  # the estimator is random, the test is not vacuous
     se = est.std(ddof=1) / math.sqrt(reps)
     assert abs(est.mean() - exact) < 3 * se, (est.mean(), exact, se)
-    # the balanced estimator is more precise than independent masks here (same K)
-    if scheme == "balanced" and weighting == "mlp":
+    # exact-count masks are more precise than independent masks here (same K); balanced masks are not at L = 4
+    # on this sharpened head (tests/test_estimator_paper.py checks them on a longer text)
+    if scheme == "exact-count" and weighting == "mlp":
         ind = DiffScorer(peaky, n_masks=k, n_rates=t, scheme="independent", seed=5)
         est_i = ind.score([cand] * reps, config="marginal", item_ids=[f"r{i}" for i in range(reps)])["score"]
         assert est.var() < 0.8 * est_i.to_numpy().var()
@@ -198,7 +236,9 @@ def test_seed_determinism_and_seed_dependence(peaky):
 
 
 def test_duplicate_items_are_computed_once(peaky):
-    s = DiffScorer(peaky, n_masks=4, n_rates=2, seed=0)
+    s = DiffScorer(
+        peaky, n_masks=4, n_rates=2, scheme="exact-count", seed=0
+    )  # fixed sizes: a known row count
     df = s.score(["the cat", "the cat", "a dog"], config="marginal")
     assert df.loc[0, "score"] == df.loc[1, "score"] and df.loc[0, "item_id"] == df.loc[1, "item_id"]
     # 2 unique items x 4 masks (rates 1/2, 1, 1/2, 1): the two t=1 masks of an item coincide -> 3 rows each
@@ -414,7 +454,7 @@ def test_cli_score_prints_scores_and_signature_and_resumes(tmp_path, capsys):
     assert main(["score", "--model", "tiny-bert", "--candidates", "missing.txt", "--no-store"]) == 2
 
 
-@pytest.mark.parametrize("scheme", ["balanced", "independent"])
+@pytest.mark.parametrize("scheme", ["balanced", "independent", "exact-count"])
 @pytest.mark.parametrize("k,t", [(5, 10), (3, 10), (1, 4), (13, 10)])
 def test_fewer_masks_than_rates_still_cover_every_rate(scheme, k, t):
     """K < T (or T not dividing K): the spare masks sit at systematically sampled rates, so every rate is scored

@@ -8,10 +8,14 @@ API summary (stable; for meta-evaluation, baselines, analyses and DiffScore-FT)
 >>> model = load_diffusion("default")                     # any DiffusionLM (tiny_model("bert") in tests)
 >>> scorer = DiffScorer(model)                            # K=20 masks, T=10 rates, balanced masks, MLP weighting
 >>> scorer = DiffScorer.fast(model)                       # K=5, T=5
+>>> scorer = DiffScorer.paper(model)                      # the paper's estimator: K=20, T=10, Bernoulli masks, MLP
+>>> scorer = DiffScorer.from_preset(model, "paper-fast")  # presets: standard, fast, paper, paper-fast
 >>> df = scorer.score(candidates, sources, config="cond", item_ids=None, token_scores=False, run=None)
 
-``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="balanced"|"independent"|"pll", weighting="mlp"|"elbo",
-seed=0, prompt=None, chat=None, batch_size=None, max_tokens=None, progress=False)``
+``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="balanced"|"independent"|"exact-count"|"pll",
+weighting="mlp"|"elbo"|"elbo_norm", seed=0, prompt=None, chat=None, batch_size=None, max_tokens=None,
+progress=False)``; ``EstimatorSpec.paper()`` / ``resolve_estimator(preset, fast=..., n_masks=..., ...)`` give the
+settings alone (:mod:`dlmeval.scoring.spec`).
 
 ``config``: ``marginal`` (candidate alone; fluency), ``cond`` (source visible, candidate masked; faithfulness),
 ``reverse`` (candidate visible, source masked; coverage), ``bidir`` (``(cond + reverse) / 2``), ``pmi``
@@ -45,13 +49,15 @@ Diagnostics (:mod:`dlmeval.scoring.diagnostics`): profile matrices, profile weig
 scores, token tables and token heat maps.
 
 Modules: :mod:`~dlmeval.scoring.masks` (mask schemes), :mod:`~dlmeval.scoring.configs` (configurations, input
-layout, prompts, truncation), :mod:`~dlmeval.scoring.estimator` (:class:`DiffScorer`),
+layout, prompts, truncation), :mod:`~dlmeval.scoring.spec` (estimator settings, presets, weightings),
+:mod:`~dlmeval.scoring.estimator` (:class:`DiffScorer`),
 :mod:`~dlmeval.scoring.diagnostics`.
 """
 
 from dlmeval.scoring.configs import COMPONENTS, CONFIGS, PROMPTS, PairFormatter, resolve_config
-from dlmeval.scoring.estimator import PRESETS, RUN_KIND, DiffScorer, EstimatorSpec
+from dlmeval.scoring.estimator import RUN_KIND, DiffScorer
 from dlmeval.scoring.masks import SCHEMES, MaskSet, make_masks, rate_grid
+from dlmeval.scoring.spec import PRESETS, WEIGHTINGS, EstimatorSpec, resolve_estimator
 
 __all__ = [
     "COMPONENTS",
@@ -60,6 +66,7 @@ __all__ = [
     "PRESETS",
     "RUN_KIND",
     "SCHEMES",
+    "WEIGHTINGS",
     "DiffScorer",
     "EstimatorSpec",
     "MaskSet",
@@ -67,4 +74,5 @@ __all__ = [
     "make_masks",
     "rate_grid",
     "resolve_config",
+    "resolve_estimator",
 ]

@@ -3,14 +3,23 @@
 For a text of ``L`` scored tokens (the candidate, or the source for ``reverse``) the estimator draws K masking
 patterns over T masking rates (:mod:`dlmeval.scoring.masks`), replaces the hidden tokens by the model's mask token,
 and reads ``log p(x_i | x_t)`` at every hidden position with ``model.score_positions`` (never a ``[B, L, V]``
-tensor). Each mask ``j`` at rate ``t_k`` gives one value
+tensor). Each mask ``M_j`` at rate ``t_k`` gives one value ``v_j = w_j * sum_{i in M_j} log p(x_i | x_t)`` with
+the weight of the paper (DiffScore appendix D.5, Table 22):
 
-* ``mlp`` weighting (default): ``v_j = (1 / |M_j|) * sum_{i in M_j} log p(x_i | x_t)`` (mean log-probability),
-* ``elbo`` weighting: ``v_j = (1 / (t_k * L)) * sum_{i in M_j} log p(x_i | x_t)`` (per-token ELBO term; with
-  exact-count masks ``|M_j| = round(t_k L)`` it nearly equals ``mlp``, it differs under Bernoulli masks),
+* ``mlp`` (default): ``w = 1 / |M_j|``, the mean log-probability of the hidden tokens,
+* ``elbo``: ``w = 1 / t_k``, the paper's "strict ELBO weighting": the mean over masks is the Monte Carlo ELBO of
+  the whole text (a lower bound on ``log p(text)``, a sum over its tokens, so it scales with L); a mask drawn empty
+  is the empty sum 0,
+* ``elbo_norm``: ``w = 1 / (t_k L)``, the ELBO per token (``elbo / L``; until this weighting was split off,
+  ``elbo`` meant this),
 
 and the score is the mean of the ``v_j``; the profile ``S(t_k)`` is the mean of the ``v_j`` at rate ``t_k``. Token
 scores are the mean ``log p`` of each token over the masks that hid it.
+
+Presets (:data:`PRESETS`, :func:`resolve_estimator`, ``--preset`` on the command line): ``paper`` is exactly the
+paper's estimator (K = 20 masks over T = 10 rates ``t_k = k / 10``, independent Bernoulli(``t_k``) masks, MLP
+weighting) and ``paper-fast`` its DiffScore-Fast (K = 5, T = 5); ``standard`` (the default) and ``fast`` have
+the same K, T and weighting with ``balanced`` masks, which have the same expectation and a lower variance.
 
 Work is packed across items: every masked copy of every item is a row, rows are cut into length-sorted batches
 (:func:`dlmeval.models.length_sorted_batches`), identical masks of one item are computed once, and a source
@@ -25,7 +34,7 @@ import hashlib
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,47 +52,21 @@ from dlmeval.scoring.configs import (
     PairFormatter,
     resolve_config,
 )
-from dlmeval.scoring.masks import SCHEMES, MaskSet, make_masks, rate_grid
+from dlmeval.scoring.masks import MaskSet, make_masks, rate_grid
+from dlmeval.scoring.spec import (  # noqa: F401  (re-exported: the estimator API)
+    PRESETS,
+    WEIGHTINGS,
+    EstimatorSpec,
+    mask_values,
+    resolve_estimator,
+)
 from dlmeval.seeding import numpy_rng
 
 log = logging.getLogger(__name__)
 
-WEIGHTINGS = ("mlp", "elbo")
 #: an item whose scored text has more than this share of unknown tokens gets a warning (and the run one summary)
 UNK_WARN_RATE = 0.2
-#: (K, T) of the paper's presets
-PRESETS = {"standard": (20, 10), "fast": (5, 5)}
 RUN_KIND = "diffscore"
-
-
-@dataclass(frozen=True)
-class EstimatorSpec:
-    """Everything that changes a score (goes into the run signature). Batch sizes do not."""
-
-    n_masks: int = 20
-    n_rates: int = 10
-    scheme: str = "balanced"
-    weighting: str = "mlp"
-
-    def __post_init__(self) -> None:
-        if self.scheme not in SCHEMES:
-            raise InputError(f"unknown masking scheme {self.scheme!r}; choose one of {', '.join(SCHEMES)}")
-        if self.weighting not in WEIGHTINGS:
-            raise InputError(f"unknown weighting {self.weighting!r}; choose one of {', '.join(WEIGHTINGS)}")
-        for name in ("n_masks", "n_rates"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if self.scheme == "pll":  # K and T play no part in the exact mode
-            d.pop("n_masks")
-            d.pop("n_rates")
-        d["masking"] = {"balanced": "exact-count", "independent": "bernoulli", "pll": "single-token"}[
-            self.scheme
-        ]
-        return d
 
 
 @dataclass
@@ -120,12 +103,14 @@ class DiffScorer:
     """Score candidates (given sources) by masked reconstruction with a diffusion LM.
 
     >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, balanced masks, MLP
+    >>> scorer = DiffScorer.paper(model)                 # the paper's estimator (independent Bernoulli masks)
     >>> df = scorer.score(["A cat sat."], sources=["The cat sat on the mat."], config="cond")
     >>> df.loc[0, "score"], df.attrs["signature"]
 
     ``n_masks`` (K) and ``n_rates`` (T): :data:`PRESETS` ``standard`` (20, 10) and ``fast`` (5, 5, see
-    :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper) or ``pll`` (exact
-    pseudo-log-likelihood). ``weighting``: ``mlp`` (default) or ``elbo``. ``prompt``: a template with
+    :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper), ``exact-count`` or ``pll``
+    (exact pseudo-log-likelihood). ``weighting``: ``mlp`` (default), ``elbo`` (1/t) or ``elbo_norm`` (1/(tL)).
+    :meth:`paper` / :meth:`from_preset` / :meth:`from_spec` build a scorer from a preset. ``prompt``: a template with
     ``{source}`` or a name from :data:`dlmeval.scoring.configs.PROMPTS`; ``chat``: use the model's chat template
     (default: when it has one). ``batch_size`` / ``max_tokens`` bound the rows and the padded tokens of one forward
     pass (they change a score only by float rounding).
@@ -161,10 +146,37 @@ class DiffScorer:
 
     @classmethod
     def fast(cls, model, **kw) -> DiffScorer:
-        """The paper's DiffScore-Fast preset: K=5 masks over T=5 rates."""
-        kw.setdefault("n_masks", PRESETS["fast"][0])
-        kw.setdefault("n_rates", PRESETS["fast"][1])
+        """DiffScore-Fast's K=5 masks over T=5 rates, with the default (balanced) masks; the paper's own Fast
+        estimator is ``DiffScorer.paper(model, fast=True)``."""
+        kw.setdefault("n_masks", PRESETS["fast"].n_masks)
+        kw.setdefault("n_rates", PRESETS["fast"].n_rates)
         return cls(model, **kw)
+
+    @classmethod
+    def from_spec(cls, model, spec: EstimatorSpec, **kw) -> DiffScorer:
+        """A scorer with the estimator settings ``spec`` (``kw``: seed, prompt, chat, batch sizes, progress)."""
+        for k in ("n_masks", "n_rates", "scheme", "weighting"):
+            if k in kw:
+                raise InputError(f"{k} is set by the estimator spec; change the spec instead")
+        return cls(
+            model,
+            n_masks=spec.n_masks,
+            n_rates=spec.n_rates,
+            scheme=spec.scheme,
+            weighting=spec.weighting,
+            **kw,
+        )
+
+    @classmethod
+    def from_preset(cls, model, name: str, *, fast: bool = False, **kw) -> DiffScorer:
+        """A scorer with the settings of the preset ``name`` (:data:`PRESETS`)."""
+        return cls.from_spec(model, resolve_estimator(name, fast=fast), **kw)
+
+    @classmethod
+    def paper(cls, model, *, fast: bool = False, **kw) -> DiffScorer:
+        """The paper's estimator (:meth:`EstimatorSpec.paper`): K=20 masks over T=10 rates, independent
+        Bernoulli(t_k) masks, MLP weighting; ``fast=True``: DiffScore-Fast (K=5, T=5)."""
+        return cls.from_spec(model, EstimatorSpec.paper(fast=fast), **kw)
 
     # ------------------------------------------------------------------ identity
     @property
@@ -292,7 +304,18 @@ class DiffScorer:
                     if not token_scores or any(k.startswith("token_logprob") for k in r):
                         results[j] = r
         todo = [j for j in range(len(uitems)) if j not in results]
-        if todo:
+        par = getattr(run, "par", None)
+        if par is not None and par.distributed:
+            # data parallel: this rank scores its share of the pending items; after the sync every rank holds
+            # every item's result (the same values a single process computes: masks are seeded per item)
+            mine = par.share(todo)
+            if mine:
+                self._compute(cfg, uitems, mine, user_ids, token_scores, run, results)
+            run.sync()
+            for j in todo:
+                if j not in results:
+                    results[j] = run.get(uitems[j][3])
+        elif todo:
             self._compute(cfg, uitems, todo, user_ids, token_scores, run, results)
 
         sig_short, sig_dict = self._signature_info(cfg)
@@ -346,7 +369,9 @@ class DiffScorer:
 
     def _masks_for(self, seed_key: str, side: str, length: int) -> MaskSet:
         sp = self.spec
-        rng = numpy_rng(self.seed, "diffscore-masks", seed_key, side, sp.scheme, sp.n_masks, sp.n_rates)
+        # exact-count masks are seeded as the former default ("balanced") was, so they reproduce its masks
+        seed_scheme = "balanced" if sp.scheme == "exact-count" else sp.scheme
+        rng = numpy_rng(self.seed, "diffscore-masks", seed_key, side, seed_scheme, sp.n_masks, sp.n_rates)
         return make_masks(sp.scheme, length, sp.n_masks, sp.n_rates, rng)
 
     def _directions(self, cfg, uitems, todo, user_ids) -> list[_Direction]:
@@ -522,12 +547,7 @@ class DiffScorer:
         for m in range(n):
             lp[m, masks.hidden[m]] = row_lp[d.mask_row[m]]
         d.token_lp = lp
-        sums = np.nansum(lp, axis=1)
-        if self.spec.weighting == "elbo" and self.spec.scheme != "pll":
-            t = self.rates[masks.rate_index]
-            d.values = sums / (t * length)
-        else:
-            d.values = sums / masks.hidden.sum(axis=1)
+        d.values = mask_values(np.nansum(lp, axis=1), masks, self.spec)
 
     # ------------------------------------------------------------------ aggregation
     def _summary(self, values: np.ndarray, masks: MaskSet) -> tuple[float, float, list[float]]:

@@ -1,33 +1,43 @@
 """Masking patterns for the DiffScore Monte Carlo estimator.
 
 A pattern set for one text of ``L`` scored tokens is a boolean matrix ``hidden[n_masks, L]`` plus, for every mask,
-the index of its masking rate on the grid ``t_k = k / T`` (``k = 1..T``) and the sampling unit it belongs to (used
-for the standard error). Three schemes:
+the index of its masking rate on the grid ``t_k = k / T`` (``k = 1..T``), the sampling unit it belongs to (used
+for the standard error) and whether it was drawn empty. Rates: every rate gets ``K // T`` masks and, when T does
+not divide K, the ``K mod T`` remaining masks go to rates picked by systematic sampling (a random offset, then
+every ``T / (K mod T)``-th rate), so every rate receives an extra mask with the same probability
+``(K mod T) / T`` and the expected weight of every rate is exactly ``1 / T`` for any K >= 1 (with K < T an item's
+K masks sit at K distinct rates spread over the whole grid, and over items every rate is scored; a round-robin
+layout would only ever score the lowest K rates). When T divides K (K=20/T=10, K=5/T=5) nothing is drawn.
 
-``balanced`` (the default; goes beyond the paper)
-    *Stratified rates*: every rate gets ``K // T`` masks and, when T does not divide K, the ``K mod T`` remaining
-    masks go to rates picked by systematic sampling (a random offset, then every ``T / (K mod T)``-th rate), so
-    every rate receives an extra mask with the same probability ``(K mod T) / T`` and the expected weight of every
-    rate is exactly ``1 / T`` for any K >= 1 (with K < T an item's K masks sit at K distinct rates spread over
-    the whole grid, and over items every rate is scored; a round-robin layout would only ever score the lowest K
-    rates and bias the score towards them). When T divides K (the presets K=20/T=10 and K=5/T=5) every rate gets
-    exactly K/T masks and nothing is drawn. *Exact counts*: a mask at rate ``t_k`` hides exactly ``m_k = clamp(floor(t_k * L + 1/2), 1, L)``
-    tokens, so there is no noise from a random mask size (and no empty mask). *Complementary (antithetic) masks*:
-    rate ``t_k`` is paired with rate ``1 - t_k`` (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the
-    complement of the j-th mask at ``t_k``, so every complementary pair hides every token exactly once and every
-    token is hidden equally often. *Tiling*: the masks of the rates below 1/2 are cyclic windows laid end to end
-    along one random permutation of the tokens (for T=10 the windows of 0.1, 0.2, 0.3 and 0.4 partition the
-    text), ascending in even rounds and descending in odd ones, so the small, noisy masks of one item never
-    overlap and cancel part of each other's token-sampling noise. The rate 1/2 (T even) takes windows of its own
-    permutation at offsets ``0, L/2, ...`` (two of them are complements) and ``t = 1`` hides everything. Every
-    single mask at rate ``t_k`` is still a uniformly random ``m_k``-subset, so the expectation is that of
-    independent exact-count masks; only the variance drops.
+Every random scheme below draws each single mask at rate ``t_k`` from the paper's distribution: each token hidden
+independently with probability ``t_k`` (Bernoulli), and a mask that comes out empty hides one uniformly chosen
+token instead (the paper does not say what it does with an empty mask; it has no mean log-probability). Such a
+mask is flagged in :attr:`MaskSet.empty`: the ELBO weightings count it as the empty sum it was drawn as (0). The
+schemes differ only in how the masks of one item depend on each other, so they estimate the same quantity.
 
 ``independent`` (the paper's estimator, DiffScore section 4.3 / appendix D.5)
-    T evenly spaced rates ``t_k = k / T``, K/T masks at each (the ``K mod T`` others at systematically sampled
-    rates, as above), each token hidden independently with probability
-    ``t_k`` (Bernoulli). A mask that comes out empty hides one uniformly chosen token instead (the paper does not
-    say what it does; an empty mask has no score).
+    Every mask drawn on its own: ``K // T`` (plus the spare ones) Bernoulli(``t_k``) masks per rate.
+
+``balanced`` (the default; same expectation, lower variance)
+    A mask of Bernoulli(t) tokens is a uniformly random subset whose size is Binomial(L, t); ``balanced`` draws
+    exactly that, but couples the masks of an item. *Antithetic pairs*: rate ``t_k`` is paired with ``1 - t_k``
+    (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the complement of the j-th mask at ``t_k`` (the
+    complement of a Bernoulli(t) mask is a Bernoulli(1 - t) mask), so a pair hides every token exactly once.
+    *Stratified sizes*: the sizes of the masks of one rate are Binomial(L, t) quantiles at ``u_j = (s_j + U_j) /
+    n`` for a random order ``s`` of the n strata of (0, 1): each size alone is Binomial(L, t), and together they
+    spread over the distribution instead of clustering. *Tiling*: the masks of the rates below 1/2 are windows laid
+    end to end along one random permutation of the tokens, ascending in even rounds and descending in odd ones
+    (the layout uses the nominal sizes ``round(t L)``), so the small masks of one item rarely overlap. The rate 1/2
+    (T even) pairs its masks two by two as complements, and ``t = 1`` hides everything. A window of a uniformly
+    random permutation at an offset chosen independently of it is a uniformly random subset of its size, so every
+    single mask has exactly the Bernoulli(t_k) distribution of ``independent`` (same expectation for every
+    weighting, by linearity); only the variance drops.
+
+``exact-count`` (the former default; a different estimand)
+    As ``balanced``, but a mask at rate ``t_k`` hides exactly ``m_k = clamp(round(t_k L), 1, L)`` tokens. Lowest
+    variance, but its expectation is the mean log-probability at ``m_k`` hidden tokens, not the average over the
+    Binomial sizes the paper's masks have; the two differ when the mean log-probability is not linear in the
+    number of hidden tokens (they agree to first order; ``docs/diffscore.md`` shows the gap on a tiny model).
 
 ``pll`` (exact and deterministic, for short texts)
     L masks, each hiding one token: the mean of ``log p(x_i | x_{-i})`` is the pseudo-log-likelihood per token.
@@ -43,10 +53,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binom
 
 from dlmeval.errors import InputError
 
-SCHEMES = ("balanced", "independent", "pll")
+SCHEMES = ("balanced", "independent", "exact-count", "pll")
+#: what each scheme's masks are, for run signatures
+MASKING = {
+    "balanced": "bernoulli, antithetic + stratified sizes + tiled",
+    "independent": "bernoulli, independent",
+    "exact-count": "exact-count, antithetic + tiled",
+    "pll": "single-token",
+}
 
 
 @dataclass(frozen=True)
@@ -56,13 +74,19 @@ class MaskSet:
     ``hidden``: bool ``[n, L]``; ``rate_index``: int ``[n]`` (0-based index into :func:`rate_grid`, ``-1`` for
     PLL); ``unit``: int ``[n]``, masks with the same unit id form one sampling unit (a complementary pair, or a
     single mask); ``stratum``: int ``[n]``, units of one stratum are exchangeable draws (one rate, or one rate
-    pair), the standard error is computed stratum by stratum.
+    pair), the standard error is computed stratum by stratum; ``empty``: bool ``[n]`` (or None: none), the masks
+    that were drawn empty and hide one uniformly chosen token instead.
     """
 
     hidden: np.ndarray
     rate_index: np.ndarray
     unit: np.ndarray
     stratum: np.ndarray
+    empty: np.ndarray | None = None
+
+    def drawn_empty(self) -> np.ndarray:
+        """bool ``[n]``: which masks were drawn empty (all False when the scheme never draws one)."""
+        return np.zeros(self.n_masks, dtype=bool) if self.empty is None else self.empty
 
     @property
     def n_masks(self) -> int:
@@ -119,21 +143,17 @@ def _window(perm: np.ndarray, start: int, size: int) -> np.ndarray:
     return out
 
 
-def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
-    """Stratified, exact-count, complementary, tiled masks (see the module docstring)."""
-    _check(length, n_masks, n_rates)
-    rates = rate_grid(n_rates)
-    counts = masks_per_rate(n_masks, n_rates, rng)
-    sizes = [hidden_count(float(r), length) for r in rates]
-    top = n_rates - 1  # t = 1
+def _rate_layout(counts: np.ndarray, n_rates: int) -> tuple[dict[int, int], list[int], list[int]]:
+    """(partner of each rate below 1, rates below 1/2 with masks at them or their partner, the rate 1/2)."""
     partner = {a: n_rates - 2 - a for a in range(n_rates - 1)}  # t_b = 1 - t_a (0-based rate indices)
     low = [a for a in range(n_rates - 1) if partner[a] > a and (counts[a] or counts[partner[a]])]
     mid = [a for a in range(n_rates - 1) if partner[a] == a and counts[a]]
-    per_rate: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(n_rates)]  # (hidden, unit)
-    stratum_of_rate = np.zeros(n_rates, dtype=np.int64)
-    unit = 0
-    # Low rates (t < 1/2) are laid end to end along one permutation (a tiling: disjoint windows while their sizes
-    # add up to at most L; a new permutation starts when they would not), their partners are the complements.
+    return partner, low, mid
+
+
+def _tiles(low: list[int], sizes: list[int], length: int) -> list[list[int]]:
+    """Low rates (t < 1/2) laid end to end along one permutation: disjoint windows while their (nominal) sizes add
+    up to at most L; a new permutation starts when they would not."""
     groups: list[list[int]] = []
     total = 0
     for a in low:
@@ -143,7 +163,108 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
         else:
             groups.append([a])
             total = sizes[a]
-    for g in groups:
+    return groups
+
+
+def _assemble(per_rate, counts, partner, low, mid) -> MaskSet:
+    """The MaskSet from per-rate lists of (hidden, unit, drawn empty), interleaved in the round-robin order of the
+    paper (mask j at rate j mod T) so the layout is easy to read; strata: a rate pair, the rate 1/2, t = 1."""
+    n_rates = len(counts)
+    stratum_of_rate = np.zeros(n_rates, dtype=np.int64)
+    for s_i, a in enumerate(low):
+        stratum_of_rate[a] = stratum_of_rate[partner[a]] = s_i
+    for s_i, a in enumerate(mid, start=len(low)):
+        stratum_of_rate[a] = s_i
+    stratum_of_rate[n_rates - 1] = len(low) + len(mid)
+    hidden, rate_index, units, strata, empty = [], [], [], [], []
+    taken = np.zeros(n_rates, dtype=np.int64)
+    for k in _layout_order(counts):
+        h, u, e = per_rate[k][taken[k]]
+        taken[k] += 1
+        hidden.append(h)
+        rate_index.append(k)
+        units.append(u)
+        strata.append(stratum_of_rate[k])
+        empty.append(e)
+    return MaskSet(
+        np.stack(hidden), np.asarray(rate_index), np.asarray(units), np.asarray(strata), np.asarray(empty)
+    )
+
+
+def binomial_sizes(length: int, rate: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` mask sizes at ``rate``, each Binomial(L, rate) on its own, together a stratified sample: the
+    Binomial quantiles at ``u_j = (s_j + U_j) / n`` for a random order ``s`` of the n strata and uniform ``U_j``
+    (``u_j`` alone is uniform on [0, 1), whatever its stratum)."""
+    cdf = binom.cdf(np.arange(length + 1), length, rate)
+    u = (rng.permutation(n) + rng.random(n)) / n
+    return np.minimum(np.searchsorted(cdf, u, side="left"), length).astype(np.int64)
+
+
+def _one_token(perm: np.ndarray, off: int) -> np.ndarray:
+    """The stand-in for a mask drawn empty: one token, uniformly chosen (a position of a random permutation)."""
+    return _window(perm, off, 1)
+
+
+def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
+    """Bernoulli(t_k) masks, coupled: antithetic pairs, stratified Binomial sizes, tiling (module docstring)."""
+    _check(length, n_masks, n_rates)
+    rates = rate_grid(n_rates)
+    counts = masks_per_rate(n_masks, n_rates, rng)
+    nominal = [hidden_count(float(r), length) for r in rates]  # layout only; the sizes are drawn
+    partner, low, mid = _rate_layout(counts, n_rates)
+    per_rate: list[list[tuple[np.ndarray, int, bool]]] = [[] for _ in range(n_rates)]
+    unit = 0
+    for g in _tiles(low, nominal, length):
+        perm = rng.permutation(length)
+        n_of = {a: int(max(counts[a], counts[partner[a]])) for a in g}
+        sizes = {a: binomial_sizes(length, float(rates[a]), n_of[a], rng) for a in g}
+        rounds = max(n_of.values())
+        half = -(-rounds // 2)
+        for j in range(rounds):
+            off = ((j // 2) * length) // half  # as exact_count_masks: opposite ends in consecutive rounds
+            for a in g if j % 2 == 0 else g[::-1]:
+                if j >= n_of[a]:
+                    continue
+                b, m = partner[a], int(sizes[a][j])
+                w = _window(perm, off, m)
+                if j < counts[a]:
+                    per_rate[a].append((w, unit, False) if m else (_one_token(perm, off), unit, True))
+                if j < counts[b]:  # the complement of a Bernoulli(t) mask is a Bernoulli(1 - t) mask
+                    per_rate[b].append(
+                        (~w, unit, False) if m < length else (_one_token(perm, off), unit, True)
+                    )
+                off += m
+                unit += 1
+    for a in mid:  # t = 1/2: masks two by two complements of each other, one unit each (conservative SE)
+        perm = rng.permutation(length)
+        n = int(counts[a])
+        pairs = -(-n // 2)
+        sizes = binomial_sizes(length, 0.5, pairs, rng)
+        for p in range(pairs):
+            off, m = (p * length) // pairs, int(sizes[p])
+            w = _window(perm, off, m)
+            per_rate[a].append((w, unit, False) if m else (_one_token(perm, off), unit, True))
+            unit += 1
+            if 2 * p + 1 < n:
+                per_rate[a].append((~w, unit, False) if m < length else (_one_token(perm, off), unit, True))
+                unit += 1
+    for _ in range(counts[n_rates - 1]):  # t = 1: everything hidden, no randomness
+        per_rate[n_rates - 1].append((np.ones(length, dtype=bool), unit, False))
+        unit += 1
+    return _assemble(per_rate, counts, partner, low, mid)
+
+
+def exact_count_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
+    """Exact-count, complementary, tiled masks (see the module docstring; not the paper's estimand). Draws the
+    same random numbers as the former ``balanced`` scheme, so it reproduces its masks under the same seed."""
+    _check(length, n_masks, n_rates)
+    rates = rate_grid(n_rates)
+    counts = masks_per_rate(n_masks, n_rates, rng)
+    sizes = [hidden_count(float(r), length) for r in rates]
+    partner, low, mid = _rate_layout(counts, n_rates)
+    per_rate: list[list[tuple[np.ndarray, int, bool]]] = [[] for _ in range(n_rates)]
+    unit = 0
+    for g in _tiles(low, sizes, length):
         perm = rng.permutation(length)
         rounds = max(max(counts[a], counts[partner[a]]) for a in g)
         half = -(-rounds // 2)
@@ -155,51 +276,39 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
                 b = partner[a]
                 w = _window(perm, off, sizes[a])
                 if j < counts[a]:
-                    per_rate[a].append((w, unit))
+                    per_rate[a].append((w, unit, False))
                 if j < counts[b]:
                     comp = ~w if length - sizes[a] >= 1 else _window(perm, off, sizes[b])
-                    per_rate[b].append((comp, unit))
+                    per_rate[b].append((comp, unit, False))
                 off += sizes[a]
                 unit += 1
     for a in mid:  # t = 1/2 paired with itself: evenly spread windows of one permutation, one unit each
         perm = rng.permutation(length)
         n = int(counts[a])
         for j in range(n):
-            per_rate[a].append((_window(perm, (j * length) // n, sizes[a]), unit))
+            per_rate[a].append((_window(perm, (j * length) // n, sizes[a]), unit, False))
             unit += 1
-    for _ in range(counts[top]):  # t = 1: everything hidden, no randomness
-        per_rate[top].append((np.ones(length, dtype=bool), unit))
+    for _ in range(counts[n_rates - 1]):  # t = 1: everything hidden, no randomness
+        per_rate[n_rates - 1].append((np.ones(length, dtype=bool), unit, False))
         unit += 1
-    for s_i, a in enumerate(low):
-        stratum_of_rate[a] = stratum_of_rate[partner[a]] = s_i
-    for s_i, a in enumerate(mid, start=len(low)):
-        stratum_of_rate[a] = s_i
-    stratum_of_rate[top] = len(low) + len(mid)
-    hidden, rate_index, units, strata = [], [], [], []
-    # Interleave in the round-robin order of the paper (mask j at rate j mod T) so the layout is easy to read.
-    taken = np.zeros(n_rates, dtype=np.int64)
-    for k in _layout_order(counts):
-        h, u = per_rate[k][taken[k]]
-        taken[k] += 1
-        hidden.append(h)
-        rate_index.append(k)
-        units.append(u)
-        strata.append(stratum_of_rate[k])
-    return MaskSet(np.stack(hidden), np.asarray(rate_index), np.asarray(units), np.asarray(strata))
+    return _assemble(per_rate, counts, partner, low, mid)
 
 
 def independent_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
-    """The paper's estimator: Bernoulli(t_k) masks, independent, K/T per rate; an empty mask hides one token."""
+    """The paper's estimator: Bernoulli(t_k) masks, independent, K/T per rate; a mask drawn empty hides one
+    uniformly chosen token instead (and is flagged)."""
     _check(length, n_masks, n_rates)
     rates = rate_grid(n_rates)
     hidden = np.zeros((n_masks, length), dtype=bool)
+    empty = np.zeros(n_masks, dtype=bool)
     rate_index = _layout_order(masks_per_rate(n_masks, n_rates, rng))
     for j in range(n_masks):
         h = rng.random(length) < rates[rate_index[j]]
         if not h.any():
             h[rng.integers(length)] = True
+            empty[j] = True
         hidden[j] = h
-    return MaskSet(hidden, rate_index, np.arange(n_masks), rate_index.copy())
+    return MaskSet(hidden, rate_index, np.arange(n_masks), rate_index.copy(), empty)
 
 
 def pll_masks(length: int) -> MaskSet:
@@ -217,6 +326,8 @@ def pll_masks(length: int) -> MaskSet:
 def make_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:
     if scheme == "balanced":
         return balanced_masks(length, n_masks, n_rates, rng)
+    if scheme == "exact-count":
+        return exact_count_masks(length, n_masks, n_rates, rng)
     if scheme == "independent":
         return independent_masks(length, n_masks, n_rates, rng)
     if scheme == "pll":
