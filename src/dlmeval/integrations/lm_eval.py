@@ -30,7 +30,7 @@ the request's value replaces it; ``refuse``: a differing value is an error), ``s
 How each request type is answered:
 
 * ``loglikelihood(context, continuation)``: the DiffScore conditional estimator
-  (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo"``): the continuation is masked at T rates x K masks
+  (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo_norm"``, the ELBO per token): the continuation is masked at T rates x K masks
   with the context visible, and ``score x n_tokens`` (the Monte Carlo ELBO of the continuation, a lower bound
   on its log-likelihood) is returned. ``is_greedy``: whether the model's argmax reproduces every continuation token
   when the whole continuation is masked at once. Note: the scorer lays out context and continuation with the
@@ -183,7 +183,7 @@ class DlmevalLM(LM):
                 for r in recs:
                     f.write(json.dumps(r) + "\n")
 
-    def _scorer(self, weighting: str = "elbo"):
+    def _scorer(self, weighting: str = "elbo_norm"):
         from dlmeval.scoring import DiffScorer
 
         if weighting not in self._scorers:
