@@ -366,3 +366,28 @@ def test_latency_templates_and_families_end_to_end(tiny_suite):
     assert f[f"{b} - {a}"].tolist() == pytest.approx((f[b] - f[a]).tolist())
     with pytest.raises(InputError, match="--compare-model"):
         run_analysis("families", tiny_suite)
+
+
+def test_report_sections_of_the_new_analyses(tiny_suite):
+    from dlmeval.protocols.diffscore_analyses import run_analysis
+    from dlmeval.report import collect
+    from dlmeval.report.registry import FigureBlock
+
+    for name in ("timestep-matrix", "tiers"):
+        run_analysis(name, tiny_suite)
+    run_analysis("learned-weights", tiny_suite, folds=2)
+    run_analysis("latency", tiny_suite, warmup=1, max_outputs=3)
+    rep = collect(tiny_suite.store)
+    secs = {rs.renderer.key: rs.section for p in rep.parts for rs in p.sections if rs.renderer}
+    for key in (
+        "meta-eval/profile_correlation",
+        "analysis/timestep_matrix",
+        "analysis/learned_weights",
+        "analysis/tiers",
+        "analysis/latency",
+    ):
+        assert key in secs, key
+    figs = lambda k: sum(isinstance(b, FigureBlock) for b in secs[k].blocks)  # noqa: E731
+    assert figs("analysis/tiers") == 1 and figs("analysis/learned_weights") == 1
+    assert figs("meta-eval/profile_correlation") == 1
+    assert any("torch threads" in b for b in secs["analysis/latency"].blocks if isinstance(b, str))

@@ -1,5 +1,7 @@
 """Scoring-pillar sections: the meta-evaluation tables, correlation profiles, PMI, token heat maps, positional
-bias, directional consistency and ablations (DiffScore paper)."""
+bias, directional consistency and ablations (DiffScore paper); the sections of the later analyses (timestep matrix,
+learned weights, tiers, latency, prompt templates, two models) are in :mod:`dlmeval.report.sections_analyses`,
+registered from here."""
 
 from __future__ import annotations
 
@@ -132,7 +134,7 @@ def _results(ctx: Context) -> Section:
     columns=("benchmark", "dimension", "rate", "value"),
     optional=("metric", "protocol", "ci_lo", "ci_hi", "n"),
     n_figures=1,
-    expected_from="meta-eval (DiffScore multi-timestep profiles; not stored yet)",
+    expected_from="dlmeval meta-eval --analysis timestep-matrix",
 )
 def _profiles(ctx: Context) -> Section:
     df = ctx.df
@@ -475,3 +477,7 @@ def _scores(ctx: Context) -> Section:
         )
     )
     return s
+
+
+# the sections of the other analyses register after these (their own module keeps this one under 500 lines)
+from dlmeval.report import sections_analyses  # noqa: E402,F401
