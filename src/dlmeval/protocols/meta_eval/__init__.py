@@ -63,8 +63,9 @@ protocols=..., reader=..., data_file=..., table=...))``; see :mod:`.benchmarks` 
 from __future__ import annotations
 
 # the metric families register when their modules are imported here: adding one is its module + its import
-# (ar, baselines, diffscore, ft today; the family's `rank`, not the import order, places its rows)
+# (ar, bartscore, baselines, diffscore, ft, gptscore today; the family's `rank`, not the import order, places its rows)
 from dlmeval.protocols.meta_eval.ar import AR_DIRECTIONS, ARFamily, ar_directions_for
+from dlmeval.protocols.meta_eval.bartscore import BARTScoreFamily
 from dlmeval.protocols.meta_eval.baselines import (
     EMBEDDING_METRICS,
     LEXICAL_METRICS,
@@ -99,6 +100,7 @@ from dlmeval.protocols.meta_eval.families import (
     register_family,
 )
 from dlmeval.protocols.meta_eval.ft import DiffScoreFTFamily
+from dlmeval.protocols.meta_eval.gptscore import GPTScoreFamily
 from dlmeval.protocols.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
 from dlmeval.protocols.meta_eval.runner import SuiteReport, run_suite
 from dlmeval.protocols.meta_eval.suite import Component, Suite
@@ -123,6 +125,7 @@ from dlmeval.protocols.meta_eval.work import (
 __all__ = [
     "AR_DIRECTIONS",
     "ARFamily",
+    "BARTScoreFamily",
     "BENCHMARKS",
     "Benchmark",
     "Component",
@@ -133,6 +136,7 @@ __all__ = [
     "EmbeddingFamily",
     "FAMILIES",
     "FTOptions",
+    "GPTScoreFamily",
     "LEXICAL_METRICS",
     "LexicalFamily",
     "METRIC_FAMILIES",

@@ -10,6 +10,7 @@ import numpy as np
 
 from dlmeval.protocols import diffscore_protocols as P
 from dlmeval.protocols.meta_eval.benchmarks import get_benchmark, judged_for
+from dlmeval.protocols.meta_eval.paper_marks import paper_mark_records
 from dlmeval.seeding import derive_seed
 
 
@@ -82,6 +83,20 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
                         "label_a": labels[a],
                         "metric_b": b,
                         "label_b": labels[b],
+                        **rec,
+                    }
+                )
+            # the paper's marks: DiffScore against BARTScore / GPTScore, Williams at the column's level
+            for rec in paper_mark_records(judged, proto, vectors, o.alpha):
+                comps.append(
+                    {
+                        "benchmark": name,
+                        "task": task,
+                        "dimension": dim,
+                        "dimension_tag": P.DIMENSION_TAGS.get(dim, dim),
+                        "protocol": proto,
+                        "label_a": labels[rec["metric_a"]],
+                        "label_b": labels[rec["metric_b"]],
                         **rec,
                     }
                 )

@@ -104,13 +104,20 @@ def _marks(comparisons: pd.DataFrame, results: pd.DataFrame) -> dict[tuple[str, 
 
 
 def markdown_tables(tables: dict[str, pd.DataFrame], comparisons: pd.DataFrame, results, alpha: float):
-    """``{table name: Markdown}`` with the notes and the significance marks."""
-    marks = _marks(comparisons, results)
+    """``{table name: Markdown}`` with the notes and the significance marks (the paper's, when a BARTScore or
+    GPTScore family ran: :mod:`.paper_marks`)."""
+    from dlmeval.protocols.meta_eval import paper_marks
+
+    marks = paper_marks.cell_marks(comparisons, column_label)
+    legend = paper_marks.note(alpha) if marks is not None else None
+    if marks is None:
+        marks = _marks(comparisons, results)
     return {
         name: f"## {name}\n\n"
         + markdown_table(w, marks if name != "secondary" else None, TABLE_NOTES.get(name, ""))
         + (
-            "\n† significantly better than AR (paper mapping), p < "
+            legend
+            or "\n† significantly better than AR (paper mapping), p < "
             f"{alpha} (Williams test or paired bootstrap; see comparisons).\n"
             if name != "secondary"
             else ""
