@@ -85,11 +85,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric families: lexical embedding ar diffscore (default: all)",
     )
     g = p.add_argument_group("DiffScore estimator")
-    g.add_argument("--fast", action="store_true", help="DiffScore-Fast: K=5 masks over T=5 rates")
+    g.add_argument(
+        "--preset",
+        default=None,
+        choices=("default", "standard", "fast", "paper", "paper-fast"),
+        help="standard (default: K=20, T=10, balanced Bernoulli masks, MLP), paper (the paper's estimator: "
+        "independent Bernoulli masks), fast / paper-fast (K=5, T=5); -K, -T, --scheme, --weighting replace the "
+        "preset's value (see `dlmeval score --help`)",
+    )
+    g.add_argument(
+        "--fast", action="store_true", help="the preset's DiffScore-Fast: K=5 masks over T=5 rates"
+    )
     g.add_argument("--masks", "-K", type=int, default=None, help="masks per text (default 20, 5 with --fast)")
     g.add_argument("--rates", "-T", type=int, default=None, help="masking rates (default 10, 5 with --fast)")
-    g.add_argument("--scheme", default="balanced", choices=("balanced", "independent", "pll"))
-    g.add_argument("--weighting", default="mlp", choices=("mlp", "elbo"))
+    g.add_argument("--scheme", default=None, choices=("balanced", "independent", "exact-count", "pll"))
+    g.add_argument("--weighting", default=None, choices=("mlp", "elbo", "elbo_norm"))
     g.add_argument(
         "--prompt",
         default="auto",
@@ -149,6 +159,7 @@ def _options(args):
         ar=args.ar_model,
         encoder=args.encoder,
         ar_max_refs=args.ar_max_refs,
+        preset=args.preset,
         fast=args.fast,
         n_masks=args.masks,
         n_rates=args.rates,

@@ -26,6 +26,11 @@ from dlmeval.errors import InputError
 
 ROWS = 50
 OUTPUT_SUFFIXES = (".csv", ".jsonl")
+# the estimator's choices, spelled out so that building the parser imports no torch (tests check they match
+# dlmeval.scoring.spec.PRESETS / masks.SCHEMES / spec.WEIGHTINGS)
+PRESET_CHOICES = ("default", "standard", "fast", "paper", "paper-fast")
+SCHEME_CHOICES = ("balanced", "independent", "exact-count", "pll")
+WEIGHTING_CHOICES = ("mlp", "elbo", "elbo_norm")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,17 +67,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="--candidates and --sources are literal texts, not file paths",
     )
-    p.add_argument("--fast", action="store_true", help="the DiffScore-Fast preset: K=5 masks over T=5 rates")
+    p.add_argument(
+        "--preset",
+        default=None,
+        choices=PRESET_CHOICES,
+        help="estimator preset: standard (default: K=20, T=10, balanced masks, MLP), fast (K=5, T=5), paper (the "
+        "paper's estimator: K=20, T=10, independent Bernoulli masks, MLP), paper-fast (its DiffScore-Fast); "
+        "-K, -T, --scheme, --weighting replace the preset's value",
+    )
+    p.add_argument("--fast", action="store_true", help="the preset's Fast variant: K=5 masks over T=5 rates")
     p.add_argument("--masks", "-K", type=int, default=None, help="masking patterns per text (default 20)")
     p.add_argument("--rates", "-T", type=int, default=None, help="masking rates t_k = k/T (default 10)")
     p.add_argument(
         "--scheme",
-        default="balanced",
-        choices=("balanced", "independent", "pll"),
-        help="balanced (default: stratified, exact-count, complementary masks), independent (the paper's "
-        "Bernoulli masks), pll (exact: every single-token mask)",
+        default=None,
+        choices=SCHEME_CHOICES,
+        help="balanced (default: Bernoulli masks in antithetic, stratified, tiled pairs; same expectation as "
+        "independent), independent (the paper's Bernoulli masks), exact-count (the former default: round(t L) "
+        "tokens per mask, another estimand), pll (exact: every single-token mask)",
     )
-    p.add_argument("--weighting", default="mlp", choices=("mlp", "elbo"), help="mlp (default) or elbo (1/t)")
+    p.add_argument(
+        "--weighting",
+        default=None,
+        choices=WEIGHTING_CHOICES,
+        help="mlp (default: 1/|M|, mean log-prob), elbo (the paper's strict 1/t: the sequence ELBO), elbo_norm "
+        "(1/(t L): the ELBO per token)",
+    )
     p.add_argument(
         "--prompt",
         default=None,
@@ -109,6 +129,21 @@ def read_texts(
 
     f = read_text_file(arg, what)
     return f.texts, f.sources, f.ids
+
+
+def estimator_spec(args: argparse.Namespace):
+    """The :class:`~dlmeval.scoring.EstimatorSpec` of ``--preset`` / ``--fast`` with ``-K``, ``-T``, ``--scheme``,
+    ``--weighting`` replacing the preset's values (the scores record the resolved settings: ``config``)."""
+    from dlmeval.scoring.spec import resolve_estimator
+
+    return resolve_estimator(
+        args.preset,
+        fast=args.fast,
+        n_masks=args.masks,
+        n_rates=args.rates,
+        scheme=args.scheme,
+        weighting=args.weighting,
+    )
 
 
 def _check_settings(args: argparse.Namespace) -> None:
@@ -162,14 +197,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"--config {cfg} needs --sources (a file, or a text with --text), or use --config marginal"
         )
-    k, t = (5, 5) if args.fast else (20, 10)
+    spec = estimator_spec(args)
     model = load_diffusion(args.model, seed=args.seed, adapter=args.adapter, **model_kwargs(args))
-    scorer = DiffScorer(
+    scorer = DiffScorer.from_spec(
         model,
-        n_masks=k if args.masks is None else args.masks,
-        n_rates=t if args.rates is None else args.rates,
-        scheme=args.scheme,
-        weighting=args.weighting,
+        spec,
         seed=args.seed,
         prompt=args.prompt,
         chat=False if args.no_chat else None,
@@ -206,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
         "signature": df.attrs["signature"],
         "run_id": getattr(run_obj, "run_id", None),
         "config": df.attrs["config"],
+        "preset": args.preset,
         "rates": df.attrs["rates"],
         "warnings": df.attrs["warnings"],
         "items": [_record(r) for r in df.drop(columns=["signature"]).to_dict(orient="records")],

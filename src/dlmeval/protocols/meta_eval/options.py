@@ -38,11 +38,14 @@ class SuiteOptions:
     dlm: str = "default"
     ar: str = "default-ar"
     encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
+    # DiffScore estimator: a preset (dlmeval.scoring.spec.PRESETS; None: "standard"), its Fast variant, and any of
+    # K, T, scheme, weighting replacing the preset's value (None: the preset's)
+    preset: str | None = None
     fast: bool = False
-    n_masks: int | None = None  # default: 20 (5 with fast)
-    n_rates: int | None = None  # default: 10 (5 with fast)
-    scheme: str = "balanced"
-    weighting: str = "mlp"
+    n_masks: int | None = None  # default: the preset's (20; 5 with fast)
+    n_rates: int | None = None  # default: the preset's (10; 5 with fast)
+    scheme: str | None = None  # default: the preset's ("balanced"; "independent" for paper)
+    weighting: str | None = None  # default: the preset's ("mlp")
     prompt: str = "auto"  # "auto": task prompts for models with a chat template; "none"
     all_configs: bool = False  # every DiffScore configuration on every benchmark, not just the mapped ones
     ft: bool = False
@@ -87,9 +90,23 @@ class SuiteOptions:
         return tuple(dict.fromkeys(out))
 
     def estimator(self) -> dict[str, Any]:
-        k = self.n_masks if self.n_masks is not None else (5 if self.fast else 20)
-        t = self.n_rates if self.n_rates is not None else (5 if self.fast else 10)
-        return {"n_masks": int(k), "n_rates": int(t), "scheme": self.scheme, "weighting": self.weighting}
+        """The resolved DiffScore estimator settings (K, T, scheme, weighting: the keywords of DiffScorer)."""
+        from dlmeval.scoring.spec import resolve_estimator
+
+        spec = resolve_estimator(
+            self.preset,
+            fast=self.fast,
+            n_masks=self.n_masks,
+            n_rates=self.n_rates,
+            scheme=self.scheme,
+            weighting=self.weighting,
+        )
+        return {
+            "n_masks": spec.n_masks,
+            "n_rates": spec.n_rates,
+            "scheme": spec.scheme,
+            "weighting": spec.weighting,
+        }
 
     def check(self) -> None:
         known = family_names()
@@ -117,6 +134,7 @@ class SuiteOptions:
         for flag, v in (("--masks/-K", self.n_masks), ("--rates/-T", self.n_rates)):
             if v is not None and v < 1:
                 raise InputError(f"{flag} must be at least 1, got {v}")
+        self.estimator()  # an unknown preset, scheme or weighting fails here, before any work
         if self.dlm_batch_size is not None and self.dlm_batch_size < 1:
             raise InputError(f"--batch-size must be at least 1, got {self.dlm_batch_size}")
         if self.dlm_max_tokens is not None and self.dlm_max_tokens < 1:
