@@ -469,7 +469,7 @@ def _care_data(root: Path, words: list[str]) -> Path:
 def test_care_changed_data_makes_another_run_and_records_the_sandbox(tmp_path):
     from dlmeval.models.tiny import TINY_WORDS
     from dlmeval.protocols import care
-    from dlmeval.protocols.care_spec import load_spec
+    from dlmeval.protocols.care import load_spec
 
     words = [w for w in TINY_WORDS if w.isalpha()]
     (tmp_path / "s.toml").write_text(CARE_SPEC)

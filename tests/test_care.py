@@ -21,9 +21,8 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.protocols import care
-from dlmeval.protocols import care_tables as ct
-from dlmeval.protocols.care_markdown import markdown
-from dlmeval.protocols.care_spec import load_spec, parse_spec
+from dlmeval.protocols.care import load_spec, markdown, parse_spec
+from dlmeval.protocols.care import tables as ct
 from dlmeval.store import RunStore
 
 # The paper's Table 13 (three-seed MAUVE, LLaDA-8B-Base, OWT) at 256 steps, t = 0.25: the headline cells.
@@ -133,6 +132,74 @@ def test_spec_yaml_and_toml_agree(tmp_path):
     assert load_spec(toml) == load_spec(yml)
     with pytest.raises(InputError, match="no spec file"):
         load_spec(tmp_path / "missing.toml")
+
+
+def test_every_care_spec_default_is_written_once():
+    """A key left out takes its dataclass field's default (the field carries default and check; the parser repeats
+    neither), except the fields that follow [sweep], which take the sweep's value; a bad value of any key is
+    refused with a message naming it."""
+    import dataclasses
+    import re
+
+    from dlmeval.protocols.care import spec as cs
+
+    def default(f):
+        return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+    tables = {"generation": cs.GenerationSpec, "sweep": cs.SweepSpec, "compute_matched": cs.MatchedSpec,
+              "dose_response": cs.DoseSpec, "headline": cs.HeadlineSpec, "metrics": cs.MetricsSpec,
+              "downstream": cs.DownstreamSpec}  # fmt: skip
+    nested = {"humaneval": cs.HumanEvalSpec, "gsm8k": cs.GSM8KSpec, "arc": cs.ARCSpec}
+    plain = parse_spec({"sweep": {}})
+    assert (plain.name, plain.models, plain.evaluator) == (
+        "care",
+        cs.ModelsSpec().diffusion,
+        cs.ModelsSpec().evaluator,
+    )
+    for f in dataclasses.fields(cs.CareSpec):
+        if f.name not in ("name", "path", *tables):
+            assert getattr(plain, f.name) == f.default, f.name
+    for name, cls in tables.items():  # the default sweep: every follower's value is its dataclass default too
+        assert getattr(plain, name) == cls(), name
+    # a sweep unlike the defaults: the followers follow it, every other field keeps its dataclass default
+    sw = {"strategies": ["none", "random", "high_entropy"], "steps": [16, 32], "temperatures": [0.0, 0.5],
+          "seeds": [4, 5]}  # fmt: skip
+    got = parse_spec({"sweep": sw, "preset": "tiny"})
+    follows = {
+        ("compute_matched", "strategies"): ("none", "random", "high_entropy"),
+        ("compute_matched", "seeds"): (4,),
+        ("dose_response", "steps"): 32,
+        ("dose_response", "temperature"): 0.5,
+        ("dose_response", "seeds"): (4,),
+        ("downstream", "strategies"): ("none", "random", "high_entropy"),
+        ("downstream", "steps"): (32,),
+        ("downstream", "seeds"): (4,),
+        ("generation", "prefix_tokens"): cs.PRESETS["tiny"]["prefix_tokens"],
+        ("generation", "gen_tokens"): cs.PRESETS["tiny"]["gen_tokens"],
+    }
+    for name, cls in tables.items():
+        for f in dataclasses.fields(cls):
+            want = follows.get((name, f.name), default(f)) if name != "sweep" else getattr(got.sweep, f.name)
+            assert getattr(getattr(got, name), f.name) == want, (name, f.name)
+    assert cs.GenerationSpec() == cs.GenerationSpec(**cs.PRESETS["paper"])  # the paper preset is the default
+    # every key is checked, and a bad value names it (a table where a value belongs fails every check)
+    bad = {"x": 1}
+    cases = [({"sweep": {}, k: bad}, k) for k in ("name", "seed", "preset")]
+    cases += [({"sweep": {}, "models": {k: bad}}, f"models.{k}") for k in ("diffusion", "evaluator")]
+    for name, cls in tables.items():
+        for f in dataclasses.fields(cls):
+            if "table" in f.metadata:
+                continue
+            assert "check" in f.metadata, (name, f.name)
+            cases.append(({"sweep": {}, name: {f.name: bad}}, f"{name}.{f.name}"))
+    for sub, cls in nested.items():
+        for f in dataclasses.fields(cls):
+            assert "check" in f.metadata, (sub, f.name)
+            cases.append(({"sweep": {}, "downstream": {sub: {f.name: bad}}}, f"downstream.{sub}.{f.name}"))
+    for raw, key in cases:
+        with pytest.raises(InputError, match=rf"spec: {re.escape(key)}\b"):
+            parse_spec(raw)
+    assert len(cases) == 5 + sum(len(dataclasses.fields(c)) for c in tables.values()) - 3 + 4 + 3 + 3
 
 
 def test_config_leaves_out_batch_size_and_splits_models():
@@ -492,12 +559,13 @@ def test_plan_cells_counts_and_dedup():
 
 def test_build_prompts_and_references_on_real_data(data_root):
     from dlmeval.models import tiny_model
+    from dlmeval.protocols.care.prompts import special_prefix
 
     m = tiny_model("bert")
     for src in ("webtext", "lm1b"):
         ps = care.build_prompts(m, src, 5, 8, data_root)
         assert len({p.item_id for p in ps}) == 5 and all(p.item_id.startswith(src + "/") for p in ps)
-        special = care._special_prefix(m)
+        special = special_prefix(m)
         assert all(len(p.ids) == len(special) + 8 and p.ids[: len(special)] == special for p in ps)
     refs = care.build_references("webtext", 7, 30, data_root)
     assert len(refs) == 7 and all(len(r.split()) == 30 for r in refs)
@@ -730,12 +798,18 @@ def test_downstream_scoring_wiring(tiny, tmp_path, monkeypatch):
         it = iter(texts)
         return lambda model, prefix_ids, gen_ids, fallback: next(it)
 
+    from dlmeval.protocols.care import downstream
+    from dlmeval.protocols.care.loop import run_units
+
     for right, expect in ((True, 1.0), (False, 0.0)):
-        monkeypatch.setattr(care, "continuation_text", answers(right_answers if right else wrong_answers))
+        monkeypatch.setattr(
+            downstream, "continuation_text", answers(right_answers if right else wrong_answers)
+        )
         with RunStore(tmp_path / f"w{right}.sqlite") as store:
             model = tiny_model("llada")
             run = store.open_run("care-test", {"right": right})
-            out = care._downstream(spec, "tiny-llada", model, run, tiny["data"], False, lambda s: None)
+            units = downstream.downstream_units(spec, "tiny-llada", model, tiny["data"])
+            out = run_units(run, units, say=lambda s: None)["down"]
         acc = {r["task"]: r["accuracy"] for r in out}
         assert acc == {"humaneval": expect, "gsm8k": expect}
 

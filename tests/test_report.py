@@ -189,8 +189,7 @@ def real_runs(store, data_root, tmp: Path) -> dict[str, str]:
 
     from dlmeval.models import tiny_model
     from dlmeval.protocols import robust as rb
-    from dlmeval.protocols.care import run_care
-    from dlmeval.protocols.care_spec import load_spec
+    from dlmeval.protocols.care import load_spec, run_care
     from dlmeval.protocols.diffscore_analyses import run_analysis
     from dlmeval.protocols.meta_eval import Suite, SuiteOptions, run_suite
     from dlmeval.scoring import DiffScorer
@@ -641,8 +640,8 @@ def test_significance_marks_follow_the_comparisons_table():
 def _tiny_store(tmp_path):
     """Fast fixture (no model): a care-sweep run with tables from the real Care table functions on hand-made cells,
     one with a broken and one with an unknown table."""
-    from dlmeval.protocols import care_tables as ct
-    from dlmeval.protocols.care_spec import parse_spec
+    from dlmeval.protocols.care import parse_spec
+    from dlmeval.protocols.care import tables as ct
 
     spec = parse_spec(
         {

@@ -1,7 +1,7 @@
 """``dlmeval care SPEC``: run (or resume) a Care sweep and write its tables.
 
 SPEC is a ``.toml`` / ``.yaml`` sweep spec or the name of a shipped one (``care-demo``, ``care-paper``,
-``care-tiny``); see docs/care.md and :mod:`dlmeval.protocols.care_spec`. Rerunning the same command resumes: finished
+``care-tiny``); see docs/care.md and :mod:`dlmeval.protocols.care.spec`. Rerunning the same command resumes: finished
 generations and cells are read back from the store.
 """
 
@@ -60,7 +60,7 @@ def _spec_with_overrides(args):
     import dataclasses
 
     from dlmeval.errors import InputError
-    from dlmeval.protocols.care_spec import load_spec
+    from dlmeval.protocols.care import load_spec
 
     spec = load_spec(args.spec)
     if args.models:
@@ -154,8 +154,7 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.protocols.care import run_care
-    from dlmeval.protocols.care_markdown import markdown
+    from dlmeval.protocols.care import markdown, run_care
     from dlmeval.store import RunStore
 
     spec = _spec_with_overrides(args)

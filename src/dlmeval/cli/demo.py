@@ -160,8 +160,7 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
 
 def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
     """The Care protocol on the shipped ``care-mini`` spec (2 strategies x 2 seeds, 8 prompts)."""
-    from dlmeval.protocols.care import run_care
-    from dlmeval.protocols.care_spec import load_spec
+    from dlmeval.protocols.care import load_spec, run_care
 
     spec = load_spec(CARE_SPEC).replace(models=(args.dlm,), evaluator=args.ar)
     res = run_care(

@@ -1,5 +1,5 @@
 """Helpers the protocols share (Care, robustness): fixed chunks of a work list, freeing CUDA memory between
-models, the stop-string cut, ARC-Challenge by conditional DiffScore, and writing / reading a run's tables."""
+models, a mean that is NaN over nothing, the stop-string cut, ARC-Challenge by conditional DiffScore, and writing / reading a run's tables."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
@@ -27,6 +28,17 @@ def empty_cuda() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def mean_or_nan(xs: Iterable[Any], *, skip_missing: bool = False) -> float:
+    """The mean of ``xs`` as a float, NaN when there is nothing to average; ``skip_missing``: None and NaN values
+    are left out first (a cell whose probe had nothing to compare)."""
+    import math
+
+    vals = list(xs)
+    if skip_missing:
+        vals = [x for x in vals if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return float(np.mean(vals)) if vals else float("nan")
 
 
 def cut_at(text: str, stops: Iterable[str]) -> str:
@@ -102,4 +114,12 @@ def load_tables(store, run_id: str, order: Sequence[str]) -> dict[str, pd.DataFr
     return {n: run.get_table(n) for n in order if n in have}
 
 
-__all__ = ["chunks", "cut_at", "diffscore_choice_scores", "empty_cuda", "load_tables", "write_tables"]
+__all__ = [
+    "chunks",
+    "cut_at",
+    "diffscore_choice_scores",
+    "empty_cuda",
+    "load_tables",
+    "mean_or_nan",
+    "write_tables",
+]

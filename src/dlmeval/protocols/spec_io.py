@@ -142,6 +142,12 @@ def spec_field(default: Any = dataclasses.MISSING, check: Callable[[Any, str], A
     return dataclasses.field(default=default, metadata=md, **kw)
 
 
+def table_field(cls) -> Any:
+    """A field holding a nested ``[where.name]`` table of dataclass ``cls`` (read by :func:`read_dataclass` with
+    ``cls``'s own fields; absent: ``cls()`` or the base's value)."""
+    return dataclasses.field(default_factory=cls, metadata={"table": cls})
+
+
 def int_check(minimum: int | None = None, *, none: Sequence[Any] = ()) -> Callable[[Any, str], Any]:
     """An integer of at least ``minimum``; values in ``none`` (e.g. ``0`` for "absent") read as None."""
 
@@ -174,8 +180,9 @@ def list_check(item: Callable[[Any, str], Any], *, allow_empty: bool = False) ->
 
 def read_dataclass(cls, raw: Any, where: str, *, base: Any = None, skip: Sequence[str] = (), **given: Any):
     """``cls`` from the ``[where]`` table ``raw``: unknown keys are refused, each given key is validated by its
-    field's ``check``, absent keys take ``base``'s value (another instance) or the field default. ``skip``: fields
-    the table may not set (filled from ``given`` or their defaults)."""
+    field's ``check`` (a :func:`table_field` is read as its own nested table), absent keys take ``base``'s value
+    (another instance: how a default that follows another table is written, once, by the caller) or the field
+    default. ``skip``: fields the table may not set (filled from ``given`` or their defaults)."""
     fields = [f for f in dataclasses.fields(cls) if f.init]
     allowed = {f.name for f in fields} - set(skip) - set(given)
     t = as_table(raw, where, allowed)
@@ -183,12 +190,50 @@ def read_dataclass(cls, raw: Any, where: str, *, base: Any = None, skip: Sequenc
     for f in fields:
         if f.name in given:
             continue
-        if f.name in t:
-            check = f.metadata.get("check")
-            kw[f.name] = check(t[f.name], dotted(where, f.name)) if check else t[f.name]
+        sub = f.metadata.get("table")
+        if sub is not None and f.name in t:
+            kw[f.name] = read_dataclass(
+                sub,
+                t[f.name],
+                dotted(where, f.name),
+                base=getattr(base, f.name) if base is not None else None,
+            )
+        elif f.name in t:
+            kw[f.name] = _checked(f, t[f.name], where)
         elif base is not None:
             kw[f.name] = getattr(base, f.name)
     try:
         return cls(**kw)
     except TypeError as e:
         raise InputError(f"spec: [{where}]: {e}") from None
+
+
+def read_fields(
+    cls,
+    raw: Mapping[str, Any],
+    where: str,
+    names: Sequence[str],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The values of the fields ``names`` of ``cls`` from the (already key-checked) table ``raw``: each given
+    value through its field's ``check``; an absent one is ``defaults[name]`` when given, else the field default
+    (a field without one must then be in ``raw`` or ``defaults``)."""
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for n in names:
+        f = by_name[n]
+        if n in raw:
+            out[n] = _checked(f, raw[n], where)
+        elif defaults is not None and n in defaults:
+            out[n] = _checked(f, defaults[n], where)
+        elif f.default is not dataclasses.MISSING:
+            out[n] = f.default
+        else:
+            raise InputError(f"spec: {dotted(where, n)} is required")
+    return out
+
+
+def _checked(f: dataclasses.Field, v: Any, where: str) -> Any:
+    check = f.metadata.get("check")
+    return check(v, dotted(where, f.name)) if check else v

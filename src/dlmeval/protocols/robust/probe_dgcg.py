@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
 from dlmeval.seeding import derive_seed
@@ -28,10 +29,6 @@ GCG_OPTIONS = (
     "retokenize_filter",
     "eval_samples",
 )
-
-
-def _mean(xs) -> float:
-    return float(np.mean(xs)) if len(xs) else float("nan")
 
 
 @register_probe
@@ -150,7 +147,7 @@ class DGCGProbe(Probe):
         for label, recs in ctx.collected.items():
             for task_name in ctx.probe.tasks:
                 clean = [r for r in recs if r["part"] == "clean" and r.get("task") == task_name]
-                clean_acc = _mean([r["correct"] for r in clean])
+                clean_acc = mean_or_nan([r["correct"] for r in clean])
                 base = {"model": label, "role": ctx.roles[label], "task": task_name, "n": len(clean),
                         "clean_accuracy": clean_acc}  # fmt: skip
                 mine, deg = [], {}
@@ -163,17 +160,17 @@ class DGCGProbe(Probe):
                         for r in recs
                         if r["part"] == "attack" and r["task"] == task_name and r["suffix_length"] == length
                     ]
-                    acc = _mean([r["correct"] for r in att])
+                    acc = mean_or_nan([r["correct"] for r in att])
                     deg[length] = degradation(clean_acc, acc)
                     loss = np.array([r["loss"] for r in att], dtype=float)
                     cand = np.array([r["candidate_loss"] for r in att], dtype=float)
                     row = {
                         **base, "kind": att[0]["kind"], "suffix_length": length, "attacked_accuracy": acc,
-                        "degradation": deg[length], "mean_grad_norm": _mean([np.mean(r["grad_norm"]) for r in att]),
-                        "mean_loss_increase": _mean([r["final_eval_loss"] - r["initial_eval_loss"] for r in att]),
+                        "degradation": deg[length], "mean_grad_norm": mean_or_nan([np.mean(r["grad_norm"]) for r in att]),
+                        "mean_loss_increase": mean_or_nan([r["final_eval_loss"] - r["initial_eval_loss"] for r in att]),
                         "step_improvement_rate": float((cand > loss).mean()),
                         "loss_trajectory": " ".join(f"{x:.3f}" for x in loss.mean(0)),
-                        "ids_match_rate": _mean([bool(r.get("ids_match", True)) for r in att]),
+                        "ids_match_rate": mean_or_nan([bool(r.get("ids_match", True)) for r in att]),
                     }  # fmt: skip
                     transfers = [
                         r
@@ -184,7 +181,7 @@ class DGCGProbe(Probe):
                     if not sources:
                         mine.append(row)
                     for src in sources:  # one row per DLM whose suffixes this AR model was given
-                        tacc = _mean([r["correct"] for r in transfers if r["source"] == src])
+                        tacc = mean_or_nan([r["correct"] for r in transfers if r["source"] == src])
                         mine.append({**row, "transfer_from": src, "transfer_accuracy": tacc,
                                      "transfer_degradation": degradation(clean_acc, tacc)})  # fmt: skip
                 ml = min_suffix_length(deg, threshold)

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from dlmeval.errors import InputError
-from dlmeval.protocols.common import chunks
+from dlmeval.protocols.common import chunks, mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged, perturbation, user_span
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
 from dlmeval.seeding import derive_seed
@@ -57,10 +55,6 @@ def ipm_configs(opts: Mapping[str, Any]):
                 raise InputError(f"spec: ipm variant {v!r}: {arg!r} is not a number") from None
         out.append(IPMConfig(variant=name, **kw))
     return out
-
-
-def _mean(xs) -> float:
-    return float(np.mean(xs)) if len(xs) else float("nan")
 
 
 @register_probe
@@ -156,7 +150,7 @@ class IPMProbe(Probe):
                             run.put_many(put)
                         recs = [run.get(k) for k in keys]
                         out += [{**r, "task": task.name, "for": cond} for r in recs]
-                        acc = _mean([r["correct"] for r in recs])
+                        acc = mean_or_nan([r["correct"] for r in recs])
                         ctx.say(f"robust: IPM {cfg.key} on {task.name}/{cond}/s{seed}: accuracy {acc:.3f}")
         return out
 
@@ -169,9 +163,9 @@ class IPMProbe(Probe):
                 clean = [r for r in mine if r["variant"] == "clean"]
                 for cond in ctx.probe.conditions or ctx.spec.conditions[:1]:
                     noisy = [r for r in mine if r["variant"] == "noisy baseline" and r["for"] == cond]
-                    acc_noisy = _mean([r["correct"] for r in noisy])
+                    acc_noisy = mean_or_nan([r["correct"] for r in noisy])
                     rows.append({**base, "condition": cond, "variant": "clean", "n": len(clean),
-                                 "accuracy": _mean([r["correct"] for r in clean])})  # fmt: skip
+                                 "accuracy": mean_or_nan([r["correct"] for r in clean])})  # fmt: skip
                     rows.append({**base, "condition": cond, "variant": "noisy baseline", "n": len(noisy),
                                  "accuracy": acc_noisy, "delta": 0.0})  # fmt: skip
                     variants = dict.fromkeys(
@@ -179,10 +173,10 @@ class IPMProbe(Probe):
                     )
                     for v in variants:
                         vr = [r for r in mine if r["for"] == cond and r["variant"] == v]
-                        acc = _mean([r["correct"] for r in vr])
+                        acc = mean_or_nan([r["correct"] for r in vr])
                         rows.append({
                             **base, "condition": cond, "variant": v, "n": len(vr), "accuracy": acc,
-                            "delta": acc - acc_noisy, "mean_flagged": _mean([r["flagged"] for r in vr]),
-                            "mean_changed": _mean([r["changed_tokens"] for r in vr]),
+                            "delta": acc - acc_noisy, "mean_flagged": mean_or_nan([r["flagged"] for r in vr]),
+                            "mean_changed": mean_or_nan([r["changed_tokens"] for r in vr]),
                         })  # fmt: skip
         return rows

@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import generation_seed, perturbation
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
-
-
-def _mean(xs) -> float:
-    xs = [x for x in xs if x is not None and not (isinstance(x, float) and np.isnan(x))]
-    return float(np.mean(xs)) if xs else float("nan")
 
 
 @register_probe
@@ -80,9 +76,9 @@ class TrajectoryProbe(Probe):
                 per_step = np.nanmean(np.array([r["per_step_divergence"] for r in g], dtype=float), axis=0)
                 rows.append({
                     "model": label, "role": ctx.roles[label], "task": task, "condition": cond, "n": len(g),
-                    "id_divergence": _mean([r["id_divergence"] for r in g]),
-                    "confidence_drop": _mean([r["confidence_drop"] for r in g]),
-                    "stability_drop": _mean([r["stability_drop"] for r in g]),
+                    "id_divergence": mean_or_nan([r["id_divergence"] for r in g], skip_missing=True),
+                    "confidence_drop": mean_or_nan([r["confidence_drop"] for r in g], skip_missing=True),
+                    "stability_drop": mean_or_nan([r["stability_drop"] for r in g], skip_missing=True),
                     "snapshot_steps": " ".join(str(s) for s in g[0]["steps"]),
                     "divergence_by_snapshot": " ".join(f"{x:.3f}" for x in per_step),
                 })  # fmt: skip

@@ -1,5 +1,5 @@
 """The Care tables for people: GitHub Markdown with the temperature grids pivoted as the paper prints them
-(:func:`markdown`); the tables themselves are :mod:`dlmeval.protocols.care_tables`."""
+(:func:`markdown`); the tables themselves are :mod:`dlmeval.protocols.care.tables`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from dlmeval.protocols.care_tables import TITLES
+from dlmeval.protocols.care.tables import TITLES
 
 
 def _num(x, digits: int = 3) -> str:

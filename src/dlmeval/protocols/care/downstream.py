@@ -1,0 +1,210 @@
+"""The downstream checks of a Care sweep, as units of the run loop (:mod:`.loop`): HumanEval pass@1 (completions
+run in :mod:`dlmeval.sandbox`) and GSM8K exact match (lm-evaluation-harness's prompt and strict match) per
+downstream cell, and ARC-Challenge by log-likelihood (DiffScore conditional), which no sampling setting can
+change: the sanity check."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlmeval.protocols import common
+from dlmeval.protocols.care.cells import Cell, downstream_cells, sampler_config
+from dlmeval.protocols.care.frames import DOWN_COLUMNS
+from dlmeval.protocols.care.loop import Unit
+from dlmeval.protocols.care.prompts import continuation_text
+from dlmeval.protocols.care.spec import CareSpec
+from dlmeval.protocols.common import cut_at
+from dlmeval.seeding import derive_seed
+
+#: stop sequences of a HumanEval completion (Codex / lm-evaluation-harness)
+HUMANEVAL_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+#: lm-evaluation-harness ``gsm8k`` (v3.0): stop strings and the strict-match answer pattern
+GSM8K_STOP = ("Question:", "</s>", "<|im_end|>")
+_GSM8K_STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
+
+
+def gsm8k_prompt(item, shots: Sequence) -> str:
+    """lm-evaluation-harness's ``gsm8k`` prompt (the Care paper, C.1: "the 4-shot in-context format from the
+    original lm-eval configuration"): ``Question: {question}\nAnswer: {answer}`` per exemplar (the answer as
+    the data set writes it, calculator annotations and ``#### N`` included), joined by blank lines, then
+    ``Question: {question}\nAnswer:``."""
+    parts = [f"Question: {s.question}\nAnswer: {s.answer}" for s in shots]
+    return "\n\n".join([*parts, f"Question: {item.question}\nAnswer:"])
+
+
+def gsm8k_strict_match(text: str) -> str | None:
+    """lm-eval's ``strict-match`` filter: the first ``#### N``, with ``,``, ``$`` and a final ``.`` dropped (its
+    exact-match ``regexes_to_ignore``), or None."""
+    m = _GSM8K_STRICT.search(text)
+    if not m:
+        return None
+    return re.sub(r"\.$", "", m.group(1).replace(",", "").replace("$", ""))
+
+
+def downstream_units(spec: CareSpec, label: str, model, data_dir=None) -> list[Unit]:
+    """The downstream work of one model: ARC (when asked for), then HumanEval and GSM8K per downstream cell."""
+    d = spec.downstream
+    units = [_arc_unit(spec, label, model, data_dir)] if d.arc.n else []
+    tasks = []
+    if d.humaneval.n:
+        from dlmeval.data.tasks import load_humaneval
+
+        items = load_humaneval(data_dir)[: d.humaneval.n]
+        tasks.append(("humaneval", [(it.item_id, it.prompt, it) for it in items], d.humaneval.gen_tokens))
+    if d.gsm8k.n:
+        from dlmeval.data.tasks import load_gsm8k
+
+        items = load_gsm8k(data_dir)
+        # lm-eval draws its exemplars from the train split, which is not shipped here: the last `shots` test
+        # items stand in and are removed from the evaluated pool, so no item is its own exemplar
+        shots = items[len(items) - d.gsm8k.shots :] if d.gsm8k.shots else []
+        pool = items[: len(items) - d.gsm8k.shots]
+        work = [(it.item_id, gsm8k_prompt(it, shots), it) for it in pool[: d.gsm8k.n]]
+        tasks.append(("gsm8k", work, d.gsm8k.gen_tokens))
+    for task, work, length in tasks:
+        for cell in downstream_cells(spec):
+            units.append(_task_unit(spec, label, model, task, cell, work, length))
+    return units
+
+
+def _task_unit(spec: CareSpec, label: str, model, task: str, cell: Cell, work: list, length: int) -> Unit:
+    """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt."""
+    sampler = []  # built on first use: a finished unit is read back without one
+
+    def generate(chunk, warn) -> list[dict]:
+        from dlmeval.sampling import RemaskingSampler
+
+        if not sampler:
+            sampler.append(RemaskingSampler(model, sampler_config(spec, cell, length=length)))
+        s = sampler[0]
+        enc = [s.encode_prompt(prompt) for _, prompt, _ in chunk]
+        keep = model.max_length - length
+        if any(len(e) > keep for e in enc):
+            warn(
+                f"{task}: prompts longer than the model window minus {length} generated tokens were cut to their "
+                f"last {keep} tokens"
+            )
+            enc = [e[-keep:] if len(e) > keep else e for e in enc]
+        res = s.sample(enc, item_ids=[iid for iid, _, _ in chunk])
+        rows = []
+        for (iid, _, it), e, rec in zip(chunk, enc, res.records()):
+            text = continuation_text(model, e, rec["token_ids"], rec["text"])
+            row = {"item": iid, "nfe": rec["nfe"], "raw": text}
+            row.update(_humaneval(spec, it, text, warn) if task == "humaneval" else _gsm8k(it, text))
+            rows.append(row)
+        return rows
+
+    def finish(recs, warn) -> dict:
+        return {
+            **cell.fields(),
+            "task": task,
+            "cell": cell.key,
+            "n": len(recs),
+            "accuracy": float(np.mean([bool(r["correct"]) for r in recs])),
+            "nfe": float(np.mean([r["nfe"] for r in recs])),
+        }
+
+    return Unit(
+        key=f"down/{task}/{cell.key}",
+        name=f"{task} {cell.key}",
+        table="down",
+        items=work,
+        item_keys=[f"{task}/{cell.key}/{iid}" for iid, _, _ in work],
+        chunk_size=spec.generation.batch_size,
+        generate=generate,
+        finish=finish,
+        row=lambda rec: {"model": label, **{k: rec.get(k) for k in DOWN_COLUMNS if k != "model"}},
+        describe=lambda rec: f"care: {task} {cell.key}: accuracy {rec['accuracy']:.3f}, nfe {rec['nfe']:.1f}",
+    )
+
+
+def _humaneval(spec: CareSpec, it, text: str, warn) -> dict:
+    from dlmeval.sandbox import check_humaneval
+
+    h = spec.downstream.humaneval
+    completion = cut_at(text, HUMANEVAL_STOP)
+    ex = check_humaneval(
+        it.prompt, completion, it.test, it.entry_point, timeout_s=h.timeout_s, memory_mb=h.memory_mb
+    )
+    # the isolation the code actually had goes into the run (the report lists run warnings)
+    notes = [] if "netns" in ex.isolation else ["no network namespace: the audit-hook block only"]
+    if "same-user" in ex.isolation:
+        notes.append("with the caller's privileges (--sandbox-same-user)")
+    warn(
+        f"HumanEval completions ran in the sandbox with isolation {ex.isolation}"
+        + (f" ({'; '.join(notes)})" if notes else "")
+    )
+    return {"completion": completion, "status": ex.status, "correct": ex.passed, "isolation": ex.isolation}
+
+
+def _gsm8k(it, text: str) -> dict:
+    from dlmeval.tasks import extract_gsm8k_answer
+
+    answer = cut_at(text, GSM8K_STOP)
+    pred = gsm8k_strict_match(answer)
+    gold = it.answer.split("####")[-1].strip().replace(",", "")
+    return {
+        "prediction": pred,
+        "gold": gold,
+        "correct": pred is not None and pred == gold,
+        # lm-eval's flexible-extract analogue, kept beside the strict match it reports
+        "flexible": extract_gsm8k_answer(answer),
+        "flexible_correct": extract_gsm8k_answer(answer) == it.gold,
+    }
+
+
+def _arc_unit(spec: CareSpec, label: str, model, data_dir) -> Unit:
+    """ARC-Challenge by conditional DiffScore over the options (mean log-probability; argmax wins): one summary
+    record, no per-item records."""
+
+    def finish(recs, warn) -> dict:
+        from dlmeval.scoring import DiffScorer
+        from dlmeval.tasks import ARC_CHALLENGE, argmax_choice
+
+        a = spec.downstream.arc
+        items = ARC_CHALLENGE.items(data_dir=data_dir, limit=a.n)
+        scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, "arc"))
+        requests = []
+        for it in items:
+            msg, conts = ARC_CHALLENGE.choice_request(it)
+            requests.append((msg.text, conts))
+        nfe0 = model.nfe
+        scores = common.diffscore_choice_scores(scorer, requests, item_ids=[it.item_id for it in items])
+        correct = [
+            argmax_choice([x if math.isfinite(x) else -math.inf for x in s]) == it.gold
+            for it, s in zip(items, scores)
+        ]
+        return {
+            "task": "arc",
+            "n": len(items),
+            "accuracy": float(np.mean(correct)),
+            "nfe": float(model.nfe - nfe0),
+            "n_masks": a.n_masks,
+            "n_rates": a.n_rates,
+        }
+
+    def row(rec) -> dict:
+        return {"model": label, "task": "arc", "strategy": None, "steps": None, "nfe_budget": None,
+                "temperature": None, "seed": None, "n": rec["n"], "accuracy": rec["accuracy"], "nfe": rec["nfe"]}  # fmt: skip
+
+    return Unit(
+        key="down/arc",
+        name="arc",
+        table="down",
+        items=[],
+        item_keys=[],
+        chunk_size=1,
+        generate=lambda chunk, warn: [],
+        finish=finish,
+        row=row,
+        describe=lambda rec: (
+            f"care: arc_challenge (log-likelihood): accuracy {rec['accuracy']:.3f} over {rec['n']} items"
+        ),
+    )
+
+
+__all__ = ["GSM8K_STOP", "HUMANEVAL_STOP", "downstream_units", "gsm8k_prompt", "gsm8k_strict_match"]

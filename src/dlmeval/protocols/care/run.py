@@ -1,0 +1,259 @@
+"""Running a Care sweep: :func:`run_care` opens one store run per diffusion model (kind ``care``) and one
+``care-sweep`` run over all of them, and :func:`run_model` hands a model's work to the run loop
+(:func:`dlmeval.protocols.care.loop.run_units`). The package docstring (:mod:`dlmeval.protocols.care`) says what
+a sweep computes."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dlmeval.protocols import common
+from dlmeval.protocols.care import tables as ct
+from dlmeval.protocols.care.cells import canonical_cell, plan_cells, sampler_config
+from dlmeval.protocols.care.downstream import downstream_units
+from dlmeval.protocols.care.loop import Unit, run_units
+from dlmeval.protocols.care.markdown import markdown
+from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
+from dlmeval.protocols.care.prompts import (
+    PromptItem,
+    build_prompts,
+    continuation_text,
+    data_identity,
+    model_label,
+)
+from dlmeval.protocols.care.spec import CareSpec
+from dlmeval.protocols.common import empty_cuda
+
+RUN_KIND = "care"
+SWEEP_KIND = "care-sweep"
+
+
+@dataclass
+class CareResult:
+    spec: CareSpec
+    model_runs: dict[str, str] = field(default_factory=dict)  # model spec -> run id
+    sweep_run: str | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    out_dir: Path | None = None
+    signature: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def run_care(
+    spec: CareSpec,
+    store,
+    *,
+    out_dir: str | Path | None = None,
+    device: str | None = "auto",
+    dtype: str | None = "auto",
+    trust_remote_code: bool = False,
+    allow_download: bool = False,
+    data_dir=None,
+    command_line: str | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] | None = None,
+    models: Mapping[str, Any] | None = None,
+) -> CareResult:
+    """Run (or resume) the whole sweep of ``spec`` into ``store``; returns the tables over all models.
+
+    ``models`` maps a model spec string (a sampled model or the evaluator) to an already loaded model; other
+    models are loaded from their spec strings."""
+    models = dict(models or {})
+    from dlmeval.models import load_diffusion
+
+    say = echo or (lambda s: None)
+    result = CareResult(spec)
+    metrics = Evaluators(
+        spec,
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        allow_download=allow_download,
+        data_dir=data_dir,
+        models=models,
+    )
+    identities: list[Any] = []
+    all_cells: list[dict] = []
+    all_down: list[dict] = []
+    data = data_identity(spec, data_dir)
+    if spec.downstream.enabled and spec.downstream.humaneval.n:
+        from dlmeval.sandbox import require_isolation
+
+        require_isolation()  # a sandbox that would refuse HumanEval code fails before any run opens
+    for model_spec in spec.models:
+        own = model_spec in models
+        model = (
+            models[model_spec]
+            if own
+            else load_diffusion(
+                model_spec,
+                device=device,
+                dtype=dtype,
+                trust_remote_code=trust_remote_code,
+                allow_download=allow_download,
+            )
+        )
+        run = store.open_run(
+            RUN_KIND,
+            {**spec.config(model_spec), "data": data},
+            [model.identity(), *metrics.identities()],
+            seed=spec.seed,
+            command_line=command_line,
+        )
+        result.model_runs[model_spec] = run.run_id
+        identities.append(model.identity())
+        say(f"care: model {model_spec} -> run {run.run_id}")
+        cells, down = run_model(spec, model_label(model_spec), model, run, metrics, data_dir, progress, say)
+        tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
+        for name, df in tables.items():
+            run.put_table(name, df)
+        run.finish()
+        result.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
+        all_cells += cells
+        all_down += down
+        del model
+        gc.collect()
+        empty_cuda()
+    sweep = store.open_run(
+        SWEEP_KIND,
+        {**spec.config(), "data": data},
+        [*identities, *metrics.identities()],
+        seed=spec.seed,
+        command_line=command_line,
+    )
+    result.sweep_run = sweep.run_id
+    result.tables = ct.all_tables(ct.cells_frame(all_cells), ct.down_frame(all_down), _labelled(spec))
+    for name, df in result.tables.items():
+        sweep.put_table(name, df)
+    sweep.finish()
+    result.signature = sweep.signature.short()
+    if out_dir is not None:
+        result.out_dir = write_tables(
+            result.tables, out_dir, header=f"Care sweep {spec.name}: {result.signature}"
+        )
+    return result
+
+
+def _labelled(spec: CareSpec) -> CareSpec:
+    """The spec with its models as table labels (the leaderboard keeps the spec's model order)."""
+    return spec.replace(models=tuple(model_label(m) for m in spec.models))
+
+
+def run_model(spec, label, model, run, metrics, data_dir, progress, say) -> tuple[list[dict], list[dict]]:
+    """Every record of one model in ``run``: the sweep cells (:func:`sweep_units`), then the downstream checks
+    (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
+    (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows."""
+    g = spec.generation
+    prompts = {src: build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir) for src in g.sources}
+    units = sweep_units(spec, label, model, prompts, metrics)
+    if spec.downstream.enabled:
+        units += downstream_units(spec, label, model, data_dir)
+    rows = run_units(run, units, say=say, progress=progress, label=label)
+    return rows.get("cells", []), rows.get("down", [])
+
+
+def sweep_units(
+    spec: CareSpec, label: str, model, prompts: dict[str, list[PromptItem]], metrics
+) -> list[Unit]:
+    """One unit per planned cell (:func:`~dlmeval.protocols.care.cells.plan_cells`), computed as its canonical
+    cell: a provably identical cell shares its records (run once, reported as ``same_as``)."""
+    tc = bool(getattr(model, "time_conditioned", False))
+    native = str(getattr(model, "native_schedule", "linear"))
+    units = []
+    for cell in plan_cells(spec):
+        canon = canonical_cell(spec, cell, time_conditioned=tc, native_schedule=native)
+        items = prompts[canon.source]
+        same = canon.key != cell.key
+        units.append(
+            Unit(
+                key=f"cell/{canon.key}",
+                name=cell.key,
+                table="cells",
+                items=items,
+                item_keys=[f"gen/{canon.key}/{p.item_id}" for p in items],
+                chunk_size=spec.generation.batch_size,
+                generate=_generator(spec, model, canon),
+                finish=lambda gens, warn, canon=canon: cell_metrics(spec, canon, gens, metrics, warn),
+                row=_cell_row(label, cell, canon),
+                describe=lambda rec, canon=canon: (
+                    f"care: {canon.key}: nfe {rec['nfe']:.1f}, accepted {rec['n_accepted']}/{rec['n']}, "
+                    f"ppl {rec['ppl']:.2f}, mauve {rec['mauve']:.3f} ({rec['seconds']:.0f} s)"
+                ),
+                note=f"care: {cell.key} is the same cell as {canon.key} (run once)" if same else None,
+                timed=True,
+            )
+        )
+    return units
+
+
+def _cell_row(label: str, cell, canon) -> Callable[[dict], dict]:
+    def row(rec: dict) -> dict:
+        if canon.key != cell.key:  # provably the same generations: run once, reported as the same cell
+            rec = {**rec, **cell.fields(), "cell": cell.key, "same_as": canon.key}
+        return {"model": label, **{k: rec.get(k) for k in ct.CELL_COLUMNS if k != "model"}}
+
+    return row
+
+
+def _generator(spec: CareSpec, model, cell) -> Callable[[list, Callable], list[dict]]:
+    """The generation records of a chunk of a cell's prompts (the sampler is built on first use)."""
+    sampler: list = []
+
+    def generate(chunk: list[PromptItem], warn) -> list[dict]:
+        from dlmeval.sampling import RemaskingSampler
+
+        if not sampler:
+            sampler.append(RemaskingSampler(model, sampler_config(spec, cell)))
+        res = sampler[0].sample([p.ids for p in chunk], item_ids=[p.item_id for p in chunk])
+        rows = []
+        for p, rec in zip(chunk, res.records()):
+            gen_ids = rec["token_ids"]
+            rows.append(
+                {
+                    "cell": cell.key,
+                    "item": p.item_id,
+                    "prefix": p.text,
+                    "text": continuation_text(model, p.ids, gen_ids, rec["text"]),
+                    "n_tokens": len(gen_ids),
+                    "nfe": rec["nfe"],
+                    "steps_taken": rec["steps_taken"],
+                    "stopped_at_eos": rec["stopped_at_eos"],
+                    "remasks": rec["remasks"],
+                    "replacements": rec["replacements"],
+                    "stable_cells": rec["stable_cells"],
+                    "replacement_rate": rec["replacement_rate"],
+                    "resolved_steps": int(res.config["steps"]),
+                    "nfe_predicted": int(res.nfe_predicted),
+                }
+            )
+        return rows
+
+    return generate
+
+
+def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
+    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``."""
+    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=markdown, header=header)
+
+
+def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:
+    """The tables stored on a run (a ``care`` or ``care-sweep`` run), in :data:`TABLE_ORDER`."""
+    return common.load_tables(store, run_id, ct.TABLE_ORDER)
+
+
+__all__ = [
+    "RUN_KIND",
+    "SWEEP_KIND",
+    "CareResult",
+    "load_tables",
+    "run_care",
+    "run_model",
+    "sweep_units",
+    "write_tables",
+]

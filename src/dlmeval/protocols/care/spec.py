@@ -1,0 +1,438 @@
+"""The Care sweep spec: a TOML or YAML file that names every factor of a Care run.
+
+A spec is read by :func:`load_spec` (a path, or the name of a spec shipped in ``dlmeval/specs``: ``care-demo``,
+``care-paper``, ``care-tiny``) into a frozen :class:`CareSpec`. Unknown keys, wrong types and impossible values are
+refused with an :class:`~dlmeval.errors.InputError` naming the key. Each key is declared once, on its dataclass
+field: its default and its check (``spec_field``), read by the one generic reader
+:func:`dlmeval.protocols.spec_io.read_dataclass`; the defaults that follow another table (the preset's lengths,
+``compute_matched`` / ``dose_response`` / ``downstream`` following ``[sweep]``) are written once, in
+:data:`PRESETS` and :func:`following`. Layout (every table optional except ``sweep``)::
+
+    name = "care-demo"
+    seed = 0                                   # run seed: every draw derives from it
+    preset = "cpu"                             # paper (64/128 tokens), cpu (32/64), tiny (8/16)
+
+    [models]
+    diffusion = ["default"]                    # model specs, one run per model
+    evaluator = "default-ar"                   # external AR model for PPL (and featurizer = "ar")
+
+    [generation]
+    prefix_tokens = 64                         # overrides the preset
+    gen_tokens = 128
+    n_prompts = 100                            # prompts per cell
+    sources = ["webtext"]                      # webtext (OpenWebText stand-in), lm1b
+    batch_size = 16                            # rows per forward pass (does not change a number)
+    block_length = 32                          # semi-autoregressive blocks (default: one block)
+    suppress_eos = false                       # ban EOS ids while sampling (default: a row may end early)
+    eos_rank_last = false                      # keep EOS but unmask it after every other position (LLaDA B.4)
+    accounting = "paper"                       # paper: re-masked tokens cost real passes; refill: 1 per step
+
+    [sweep]                                    # the full factorial: strategies x steps x temperatures x seeds
+    strategies = ["none", "high_entropy"]
+    steps = [64, 128]                          # nominal step counts
+    temperatures = [0.0, 0.25]                 # unmask temperature (Gumbel noise scale; 0 = argmax)
+    seeds = [1, 2, 3]
+    remask_fraction = 0.15
+
+    [compute_matched]                          # Table 4: strategies at equal actual NFE
+    nfe = [128, 256]
+    strategies = ["none", "random", "high_entropy"]
+    temperatures = [0.0]
+    seeds = [1]
+
+    [dose_response]                            # Table 9: remask fraction sweep at one configuration
+    strategy = "high_entropy"
+    steps = 128
+    temperature = 0.25
+    fractions = [0.05, 0.15, 0.3]
+    seeds = [1]
+
+    [headline]                                 # Table 7 / bootstrap / leaderboard: the interaction gap
+    baseline = "none"
+    strategy = "high_entropy"
+    steps = 128
+    temperature = 0.25
+    bootstrap_resamples = 10000
+
+    [metrics]
+    featurizer = "minilm"                      # MAUVE features: minilm, ar (the evaluator) or causal:PATH
+    mauve_buckets = "auto"                     # or an integer (Care: 500)
+    n_reference = 500                          # human reference texts per source
+    reference_words = 96                       # reference texts are packed to this many words
+    english_filter = true
+    self_bleu_max = 200                        # Self-BLEU on at most this many texts (seeded subsample)
+
+    [downstream]                               # generation-based tasks through the sampler
+    strategies = ["none", "high_entropy"]
+    steps = [128]
+    nfe = []
+    temperatures = [0.0]
+    seeds = [1]
+    humaneval = { n = 20, gen_tokens = 256, timeout_s = 10, memory_mb = 1024 }
+    gsm8k = { n = 50, shots = 4, gen_tokens = 256 }
+    arc = { n = 100, n_masks = 5, n_rates = 5 } # log-likelihood multiple choice (sampling-invariant check)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlmeval.errors import InputError
+from dlmeval.protocols.spec_io import (
+    as_int,
+    as_str,
+    as_table,
+    bool_check,
+    float_check,
+    int_check,
+    list_check,
+    read_dataclass,
+    read_fields,
+    read_spec,
+    shipped_spec_path,
+    spec_field,
+    str_check,
+    table_field,
+)
+from dlmeval.sampling.config import ACCOUNTINGS
+
+SOURCES = ("webtext", "lm1b")
+FEATURIZERS = ("minilm", "ar")
+PRESETS: dict[str, dict[str, int]] = {
+    "paper": {"prefix_tokens": 64, "gen_tokens": 128},
+    "cpu": {"prefix_tokens": 32, "gen_tokens": 64},
+    "tiny": {"prefix_tokens": 8, "gen_tokens": 16},
+}
+SHIPPED = ("care-demo", "care-paper", "care-tiny")
+
+
+def _strategies() -> tuple[str, ...]:
+    from dlmeval.sampling import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+def _featurizer(v: Any, at: str) -> str:
+    v = as_str(v, at)
+    if v not in FEATURIZERS and not v.startswith(("causal:", "default-ar", "tiny-causal")):
+        raise InputError(
+            f"spec: {at} = {v!r}; use minilm, ar (the evaluator's hidden states) or a causal model "
+            "spec such as causal:PATH (e.g. GPT-2 XL, the paper's MAUVE backbone)"
+        )
+    return v
+
+
+def _buckets(v: Any, at: str) -> int | str:
+    return v if v == "auto" else as_int(v, at, minimum=2)
+
+
+_pos = int_check(1)
+_count = int_check(0)
+_strategy = str_check(_strategies)
+_strategy_list = list_check(_strategy)
+_steps_list = list_check(_pos)
+_budgets = list_check(_pos, allow_empty=True)
+_temperatures = list_check(float_check(0.0))
+_seeds = list_check(int_check(0))
+
+
+# ------------------------------------------------------------------------------------------------ the spec
+@dataclass(frozen=True)
+class ModelsSpec:
+    """The ``[models]`` table as written (:class:`CareSpec` keeps its two values flat: ``models``, ``evaluator``)."""
+
+    diffusion: tuple[str, ...] = spec_field(("default",), list_check(str_check()))
+    evaluator: str = spec_field("default-ar", str_check())
+
+
+@dataclass(frozen=True)
+class GenerationSpec:
+    # prefix_tokens / gen_tokens: the "paper" preset; a spec's preset replaces both (PRESETS)
+    prefix_tokens: int = spec_field(PRESETS["paper"]["prefix_tokens"], _pos)
+    gen_tokens: int = spec_field(PRESETS["paper"]["gen_tokens"], _pos)
+    n_prompts: int = spec_field(100, int_check(2))
+    sources: tuple[str, ...] = spec_field(("webtext",), list_check(str_check(SOURCES)))
+    batch_size: int = spec_field(16, _pos)
+    block_length: int | None = spec_field(None, _pos)
+    suppress_eos: bool = spec_field(False, bool_check)
+    eos_rank_last: bool = spec_field(False, bool_check)
+    accounting: str = spec_field("paper", str_check(ACCOUNTINGS))
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    strategies: tuple[str, ...] = spec_field(("none", "high_entropy"), _strategy_list)
+    steps: tuple[int, ...] = spec_field((128,), _steps_list)
+    temperatures: tuple[float, ...] = spec_field((0.0,), _temperatures)
+    seeds: tuple[int, ...] = spec_field((1,), _seeds)
+    remask_fraction: float = spec_field(0.15, float_check(0.0, 1.0))
+
+
+def following(sweep: SweepSpec) -> dict[str, dict[str, Any]]:
+    """The defaults that follow ``[sweep]``, per table and field: written once, here. A parsed spec takes them
+    from its own sweep; the dataclass defaults of these fields are them under the default sweep."""
+    first = sweep.seeds[:1]
+    top = max(sweep.steps)
+    return {
+        "compute_matched": {"strategies": sweep.strategies, "seeds": first},
+        "dose_response": {"steps": top, "temperature": max(sweep.temperatures), "seeds": first},
+        "downstream": {"strategies": sweep.strategies, "steps": (top,), "seeds": first},
+    }
+
+
+_FOLLOW = following(SweepSpec())
+_M, _D, _S = _FOLLOW["compute_matched"], _FOLLOW["dose_response"], _FOLLOW["downstream"]
+
+
+@dataclass(frozen=True)
+class MatchedSpec:
+    nfe: tuple[int, ...] = spec_field((), _budgets)
+    strategies: tuple[str, ...] = spec_field(_M["strategies"], _strategy_list)  # follows the sweep
+    temperatures: tuple[float, ...] = spec_field((0.0,), _temperatures)
+    seeds: tuple[int, ...] = spec_field(_M["seeds"], _seeds)  # follows the sweep
+
+
+@dataclass(frozen=True)
+class DoseSpec:
+    strategy: str = spec_field("high_entropy", _strategy)
+    steps: int = spec_field(_D["steps"], _pos)  # follows the sweep
+    temperature: float = spec_field(_D["temperature"], float_check(0.0))  # follows the sweep
+    fractions: tuple[float, ...] = spec_field((), list_check(float_check(0.0, 1.0), allow_empty=True))
+    seeds: tuple[int, ...] = spec_field(_D["seeds"], _seeds)  # follows the sweep
+
+
+@dataclass(frozen=True)
+class HeadlineSpec:
+    baseline: str = spec_field("none", _strategy)
+    strategy: str = spec_field("high_entropy", _strategy)
+    steps: int | None = spec_field(None, _pos)  # None: the largest swept step count
+    temperature: float | None = spec_field(None, float_check(0.0))  # None: the largest swept temperature
+    bootstrap_resamples: int = spec_field(10_000, int_check(100))
+    confidence: float = spec_field(0.95, float_check(0.5, 0.999))
+
+
+@dataclass(frozen=True)
+class MetricsSpec:
+    featurizer: str = spec_field("minilm", _featurizer)
+    mauve_buckets: int | str = spec_field("auto", _buckets)
+    n_reference: int = spec_field(500, int_check(2))
+    reference_words: int = spec_field(96, _pos)
+    english_filter: bool = spec_field(True, bool_check)
+    self_bleu_max: int = spec_field(200, int_check(2))
+
+
+@dataclass(frozen=True)
+class HumanEvalSpec:
+    n: int = spec_field(0, _count)
+    gen_tokens: int = spec_field(256, _pos)
+    timeout_s: float = spec_field(10.0, float_check(0.1))
+    memory_mb: int = spec_field(1024, int_check(64))
+
+
+@dataclass(frozen=True)
+class GSM8KSpec:
+    n: int = spec_field(0, _count)
+    shots: int = spec_field(4, _count)
+    gen_tokens: int = spec_field(256, _pos)
+
+
+@dataclass(frozen=True)
+class ARCSpec:
+    n: int = spec_field(0, _count)
+    # DiffScore conditional estimator: K masks over T rates (the fast preset by default)
+    n_masks: int = spec_field(5, _pos)
+    n_rates: int = spec_field(5, _pos)
+
+
+@dataclass(frozen=True)
+class DownstreamSpec:
+    strategies: tuple[str, ...] = spec_field(
+        ("none", "high_entropy"), _strategy_list
+    )  # follows: sweep.strategies
+    steps: tuple[int, ...] = spec_field(
+        (128,), list_check(_pos, allow_empty=True)
+    )  # follows: the largest sweep steps
+    nfe: tuple[int, ...] = spec_field((), _budgets)
+    temperatures: tuple[float, ...] = spec_field((0.0,), _temperatures)
+    seeds: tuple[int, ...] = spec_field((1,), _seeds)  # follows: the first sweep seed
+    humaneval: HumanEvalSpec = table_field(HumanEvalSpec)
+    gsm8k: GSM8KSpec = table_field(GSM8KSpec)
+    arc: ARCSpec = table_field(ARCSpec)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.humaneval.n or self.gsm8k.n or self.arc.n)
+
+
+@dataclass(frozen=True)
+class CareSpec:
+    name: str = spec_field(check=str_check())
+    seed: int = spec_field(0, int_check(0))
+    preset: str = spec_field("paper", str_check(tuple(PRESETS)))
+    models: tuple[str, ...] = ModelsSpec.diffusion  # [models] diffusion
+    evaluator: str = ModelsSpec.evaluator  # [models] evaluator
+    generation: GenerationSpec = table_field(GenerationSpec)
+    sweep: SweepSpec = table_field(SweepSpec)
+    compute_matched: MatchedSpec = table_field(MatchedSpec)
+    dose_response: DoseSpec = table_field(DoseSpec)
+    headline: HeadlineSpec = table_field(HeadlineSpec)
+    metrics: MetricsSpec = table_field(MetricsSpec)
+    downstream: DownstreamSpec = table_field(DownstreamSpec)
+    path: str | None = field(default=None, compare=False)
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def headline_steps(self) -> int:
+        return self.headline.steps if self.headline.steps is not None else max(self.sweep.steps)
+
+    @property
+    def headline_temperature(self) -> float:
+        t = self.headline.temperature
+        return t if t is not None else max(self.sweep.temperatures)
+
+    def config(self, model: str | None = None) -> dict[str, Any]:
+        """The part of the spec that decides the numbers (for run signatures): no batch size, no path, and the
+        model list replaced by one ``model`` when given (one run per model)."""
+        d = dataclasses.asdict(self)
+        d.pop("path")
+        d["generation"].pop("batch_size")
+        d.pop("name")
+        if model is not None:
+            d.pop("models")
+            d["model"] = model
+        return d
+
+    def replace(self, **changes: Any) -> CareSpec:
+        return dataclasses.replace(self, **changes)
+
+
+TABLES = ("generation", "sweep", "compute_matched", "dose_response", "headline", "metrics", "downstream")
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> CareSpec:
+    """A :class:`CareSpec` from the parsed TOML/YAML mapping (validated; see the module docstring)."""
+    top = as_table(raw, "", {"name", "seed", "preset", "models", *TABLES})
+    head = read_fields(CareSpec, top, "", ("name", "seed", "preset"), defaults={"name": name or "care"})
+    models = read_dataclass(ModelsSpec, top.get("models"), "models")
+    gen = read_dataclass(
+        GenerationSpec, top.get("generation"), "generation", base=GenerationSpec(**PRESETS[head["preset"]])
+    )
+    if gen.suppress_eos and gen.eos_rank_last:
+        raise InputError(
+            "spec: generation.suppress_eos bans EOS and eos_rank_last keeps it ranked last: choose one"
+        )
+    if gen.block_length is not None and gen.gen_tokens % gen.block_length:
+        raise InputError(
+            f"spec: generation.block_length = {gen.block_length} does not divide gen_tokens = {gen.gen_tokens}"
+        )
+    if "sweep" not in top:
+        raise InputError("spec: a [sweep] table is required (strategies, steps, temperatures, seeds)")
+    sweep = read_dataclass(SweepSpec, top["sweep"], "sweep")
+    follow = following(sweep)
+    matched = read_dataclass(
+        MatchedSpec,
+        top.get("compute_matched"),
+        "compute_matched",
+        base=MatchedSpec(**follow["compute_matched"]),
+    )
+    dose = read_dataclass(
+        DoseSpec, top.get("dose_response"), "dose_response", base=DoseSpec(**follow["dose_response"])
+    )
+    headline = read_dataclass(HeadlineSpec, top.get("headline"), "headline")
+    _check_headline(headline, sweep)
+    metrics = read_dataclass(MetricsSpec, top.get("metrics"), "metrics")
+    downstream = read_dataclass(
+        DownstreamSpec,
+        top.get("downstream"),
+        "downstream",
+        base=DownstreamSpec(**follow["downstream"]),
+    )
+    if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
+        raise InputError("spec: downstream needs steps or nfe budgets for its generation tasks")
+    _check_sampler_settings(gen, sweep, matched, dose)
+    return CareSpec(
+        **head,
+        models=models.diffusion,
+        evaluator=models.evaluator,
+        generation=gen,
+        sweep=sweep,
+        compute_matched=matched,
+        dose_response=dose,
+        headline=headline,
+        metrics=metrics,
+        downstream=downstream,
+        path=path,
+    )
+
+
+def _check_headline(headline: HeadlineSpec, sweep: SweepSpec) -> None:
+    for key, val in (("baseline", headline.baseline), ("strategy", headline.strategy)):
+        if val not in sweep.strategies:
+            raise InputError(
+                f"spec: headline.{key} = {val!r} is not among sweep.strategies {list(sweep.strategies)}"
+            )
+    if headline.baseline == headline.strategy:
+        raise InputError("spec: headline.baseline and headline.strategy must differ")
+    if headline.steps is not None and headline.steps not in sweep.steps:
+        raise InputError(
+            f"spec: headline.steps = {headline.steps} is not among sweep.steps {list(sweep.steps)}"
+        )
+    if headline.temperature is not None and headline.temperature not in sweep.temperatures:
+        raise InputError(
+            f"spec: headline.temperature = {headline.temperature} is not among sweep.temperatures "
+            f"{list(sweep.temperatures)}"
+        )
+
+
+def _check_sampler_settings(gen, sweep, matched, dose) -> None:
+    """Every (strategy, remask fraction) the spec samples with is one the sampler accepts (e.g. a fraction that
+    would never re-mask under the paper accounting), so a bad spec fails before any run opens."""
+    from dlmeval.sampling import SamplerConfig
+
+    pairs = {(st, sweep.remask_fraction) for st in (*sweep.strategies, *matched.strategies)}
+    pairs |= {(dose.strategy, f) for f in dose.fractions}
+    for strategy, fraction in sorted(pairs):
+        try:
+            SamplerConfig(
+                length=gen.gen_tokens,
+                steps=gen.gen_tokens,
+                block_length=gen.block_length,
+                strategy=strategy,
+                remask_fraction=fraction,
+                accounting=gen.accounting,
+            )
+        except InputError as e:
+            raise InputError(f"spec: {strategy} at remask fraction {fraction:g}: {e}") from None
+
+
+def load_spec(ref: str | os.PathLike) -> CareSpec:
+    """Read a spec from a ``.toml`` / ``.yaml`` / ``.yml`` file, or a shipped spec by name (``care-demo``)."""
+    raw, p = read_spec(ref, SHIPPED)
+    return parse_spec(raw, path=str(p), name=p.stem)
+
+
+__all__ = [
+    "ARCSpec",
+    "CareSpec",
+    "DoseSpec",
+    "DownstreamSpec",
+    "GSM8KSpec",
+    "GenerationSpec",
+    "HeadlineSpec",
+    "HumanEvalSpec",
+    "MatchedSpec",
+    "MetricsSpec",
+    "ModelsSpec",
+    "PRESETS",
+    "SOURCES",
+    "SweepSpec",
+    "following",
+    "load_spec",
+    "parse_spec",
+    "shipped_spec_path",
+]
