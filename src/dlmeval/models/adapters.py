@@ -103,11 +103,21 @@ def attach_lora(
             inject_adapter_in_model(cfg, model.module)
         except ValueError as e:  # peft: a target module that the model does not have
             raise InputError(f"LoRA target modules {tg}: {_first_line(e)}") from None
-    model.module.to(model.device)
+    _lora_float32(model.module)
     for n, p in model.module.named_parameters():
         p.requires_grad_("lora_" in n)
     model.invalidate_identity()
     return cfg
+
+
+def _lora_float32(module: torch.nn.Module) -> None:
+    """LoRA weights in float32 on the module's device, also on a bfloat16 base (peft casts the layer input to the
+    adapter's dtype): training updates them in full precision, and a loaded adapter holds exactly the saved
+    float32 tensors, so a model scored right after training and one loaded from the directory agree."""
+    dev = next(module.parameters()).device
+    for n, p in module.named_parameters():
+        if "lora_" in n and (p.dtype != torch.float32 or p.device != dev):
+            p.data = p.data.to(device=dev, dtype=torch.float32)
 
 
 def save_adapter(model, out_dir: str | Path, lora_config, settings: dict | None = None) -> AdapterInfo:
@@ -173,7 +183,8 @@ def load_adapter(model, path: str | Path) -> AdapterInfo:
     try:
         inject_adapter_in_model(cfg, model.module)
     except ValueError as e:
-        raise InputError(f"adapter {path} does not fit this model: {e}") from None
+        raise InputError(f"adapter {path} does not fit this model: {_first_line(e)}") from None
+    _lora_float32(model.module)
     try:
         res = set_peft_model_state_dict(model.module, weights)
     except RuntimeError as e:  # a tensor of another shape (another rank, another model size)
@@ -184,7 +195,6 @@ def load_adapter(model, path: str | Path) -> AdapterInfo:
             f"adapter {path} does not fit this model: {len(unexpected)} of its tensors have no module here "
             f"(e.g. {unexpected[:2]})"
         )
-    model.module.to(model.device)
     for p in model.module.parameters():
         p.requires_grad_(False)
     model.module.eval()

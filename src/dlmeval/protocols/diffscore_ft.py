@@ -1,137 +1,301 @@
-"""DiffScore-FT: LoRA fine-tuning of the diffusion model on (source, reference) pairs, evaluated by document k-fold.
+"""DiffScore-FT in the meta-evaluation, as the paper runs it: one LoRA adapter on a base model of its own, trained on
+(source, reference) pairs from OUTSIDE the benchmark being evaluated, and FT rows for every benchmark.
 
-The paper (section 3.3, appendix D) fine-tunes on CNN/DailyMail (source document, reference summary) pairs with
-only the summary masked (``mask_prompt_loss``), LoRA r=16, alpha=32. Here the pairs come from the benchmark itself,
-so that no evaluated document's text is ever trained on: every document is put in one of k folds by a hash of
-(seed, benchmark, document id) (:func:`fold_of`, independent of ``--limit`` and of which documents are selected),
-and the candidates of fold f are scored by a model trained on the (source, reference) pairs of ALL the benchmark's
-documents outside fold f (every distinct reference of a document is one pair). Training goes through
-:class:`dlmeval.train.diffusion.Trainer` with ``TrainConfig(lora=True, ...)`` and
-:func:`~dlmeval.train.diffusion.conditional_examples` (``[CLS] source [SEP] target [SEP]``, only the target
-eligible for masking), the layout DiffScore's ``cond`` configuration scores.
+The paper (section 3.3, appendix D) fine-tunes LLaDA-8B-Base (while zero-shot DiffScore uses LLaDA-8B-Instruct)
+with LoRA r = 16, alpha = 32, dropout 0.05 on CNN/DailyMail alone, and scores every benchmark with that one model:
+MT, summarization and data-to-text ("never trained on D2T data"). Here:
 
-Applies to the benchmarks with references: SummEval, Newsroom, REALSumm (summaries) and BAGEL, SFHOT, SFRES
-(meaning representation -> text). Not to Rank19 / QAGS (no reference) nor WMT (the default models are English-only;
-the paper's DiffScore-FT-WMT trains on parallel data). The fine-tuned model is scored with the same estimator and
-configurations as the zero-shot one, without a prompt or chat template (the paper's FT model is the base model).
+* the base model is ``FTOptions.model`` (``--ft-model``; default: the zero-shot ``--model``), loaded fresh for every
+  adapter, so the zero-shot model is never trained;
+* training is :func:`dlmeval.train.finetune.finetune` with the paper's LoRA settings (:class:`FTOptions` defaults;
+  the layout of the scorer: the chat template when the base has one, the pair scored with the same layout);
+* **the training data** (cross-benchmark scheme). CNN/DM is not in the shared data. What stands in: the
+  (source, reference) pairs of the summarization benchmarks with references (:data:`POOL_NOTE`: SummEval and
+  REALSumm are CNN/DM test articles with their references, Newsroom is Newsroom) -- the benchmark being evaluated
+  is never among them: benchmark B is scored by an adapter trained on the pairs of the pool benchmarks other than
+  B, minus every pair whose source or reference shares a 13-word sequence (or, for a text under 13 words, its
+  whole word sequence) with any text of B's full data file (:func:`decontaminate`; the 13-gram overlap test of the
+  GPT-3 contamination analysis). The same SummEval articles appear, re-formatted, in REALSumm and QAGS-CNN, which
+  is why the check is on word sequences and not on whole texts. Benchmarks whose training sets come out equal
+  share one adapter (every non-pool benchmark without overlap). D2T and WMT are thus never trained on, as in the
+  paper;
+* ``FTOptions.train_data`` (``--ft-train FILE``, :func:`dlmeval.train.finetune.read_pairs`): one training file for
+  every benchmark, used as given (the paper's scheme with the real CNN/DM); ``FTOptions.adapter``
+  (``--ft-adapter DIR``): an adapter trained before (``dlmeval train``), used for every benchmark, no training.
 
-Cost. The CPU default is small: 30 steps of batch 8 per fold (``FTOptions``). A fold's checkpoint lives in the
-work directory while its candidates are scored (a killed run resumes training from it) and is deleted once every
-candidate of the fold is in the store. GPU recipe: ``dlmeval meta-eval --ft --ft-steps 1000 --ft-batch-size 32
---ft-folds 5 --device cuda`` (the paper trains for the epochs of BARTScore's fine-tuning on CNN/DM).
+Adapters are cached by content: ``<work dir>/<key>`` where the key hashes the base model's identity, the training
+settings and the training pairs, so every run (another estimator, ``--limit``) reuses them, and a killed training
+resumes from its checkpoint. Nothing here imports the meta-evaluation: it hands :func:`score_ft` an
+:class:`FTContext` (how to load the base, how to read a benchmark's full frame, which benchmarks form the pool) and
+a ``score_with(model, layout)`` callable that scores the benchmark's pending units with a model.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-import shutil
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from dlmeval.errors import InputError
-from dlmeval.seeding import derive_seed
 
 log = logging.getLogger("dlmeval.meta_eval.ft")
 
-
-def fold_of(seed: int, benchmark: str, doc_id: str, folds: int) -> int:
-    """The fold of a document: a hash of (seed, benchmark, document id) modulo ``folds``."""
-    if folds < 2:
-        raise InputError(f"k-fold needs at least 2 folds, got {folds}")
-    return derive_seed(seed, "ft-fold", benchmark, str(doc_id)) % folds
-
-
-def training_pairs(frame: pd.DataFrame, benchmark: str, fold: int, folds: int, seed: int) -> list[dict]:
-    """``{source, target}`` pairs of every document NOT in ``fold``: its source with each distinct reference."""
-    pairs, seen = [], set()
-    for doc, src, refs in zip(frame["doc_id"], frame["cond_source"], frame["targets"]):
-        if doc in seen or fold_of(seed, benchmark, doc, folds) == fold:
-            continue
-        seen.add(doc)
-        for r in dict.fromkeys(refs):
-            pairs.append({"source": src, "target": r})
-    if not pairs:
-        raise InputError(f"{benchmark}: no training documents outside fold {fold} of {folds}")
-    return pairs
+#: what stands in for CNN/DM (docs/diffscore.md, "DiffScore-FT")
+POOL_NOTE = (
+    "the (source, reference) pairs of the summarization benchmarks with references (SummEval, REALSumm: CNN/DM "
+    "test articles with their references; Newsroom), minus the evaluated benchmark, minus any pair sharing a "
+    "13-word sequence with the evaluated benchmark's texts"
+)
+NGRAM = 13
 
 
-def train_fold_model(suite, benchmark: str, fold: int, pairs: list[dict], work_dir: Path):
-    """A fresh copy of the diffusion model with LoRA adapters trained on ``pairs`` (resumes from ``work_dir``)."""
-    from dlmeval.models.registry import load_diffusion
-    from dlmeval.train.diffusion import TrainConfig, Trainer, conditional_examples
+@dataclass(frozen=True)
+class FTOptions:
+    """DiffScore-FT: the base model, where the adapter comes from, and the training settings (defaults: the
+    paper's LoRA, :class:`dlmeval.train.finetune.FinetuneConfig` for the rest)."""
 
-    o = suite.opts
-    ft = o.ft_options
-    model = load_diffusion(
-        o.dlm, device=o.device, dtype=o.dtype, trust_remote_code=o.trust_remote_code, seed=o.seed
-    )
-    max_len = min(int(ft.max_len or model.max_length), int(model.max_length))
-    cfg = TrainConfig(
-        steps=ft.steps,
-        batch_size=ft.batch_size,
-        lr=ft.lr,
-        warmup=max(1, ft.steps // 10),
-        lora=True,
-        lora_r=ft.lora_r,
-        lora_alpha=ft.lora_alpha,
-        seed=derive_seed(o.seed, "ft-train", benchmark, fold) % (2**31),
-        eval_every=ft.steps + 1,
-        checkpoint_every=max(1, ft.steps // 3),
-    )
-    examples = conditional_examples(model, pairs, max_len)
-    trainer = Trainer(model, examples, [], cfg, work_dir, log=log.info)
-    trainer.fit(progress=o.progress)
-    model.train_mode(False)
-    return model
+    model: str | None = None  # the base FT starts from (the paper: LLaDA-8B-Base); None: the suite's --model
+    adapter: str | None = None  # one trained adapter for every benchmark (no training)
+    train_data: str | None = None  # one training file for every benchmark (None: the cross-benchmark pool)
+    rank: int = 16
+    alpha: float = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] | None = None
+    steps: int = 500
+    batch_size: int = 16
+    grad_accum: int = 1
+    lr: float = 2e-4
+    max_length: int | None = None  # None: the base model's window
+    chat: bool | None = None  # None: the base model's chat template when it has one (the paper)
+    work_dir: str | None = None  # adapters (default: <cache>/meta-eval-ft)
 
+    def finetune_config(self, seed: int):
+        from dlmeval.train.finetune import FinetuneConfig
 
-def score_ft(
-    suite, name: str, frame: pd.DataFrame, units: Sequence, metrics: Sequence[str], done: set[str]
-) -> int:
-    """Score the pending units of every fold with that fold's fine-tuned model; returns the units computed."""
-    from dlmeval.data.paths import cache_dir
-    from dlmeval.protocols.meta_eval import _keys, run_chunks, scoring_frame
-
-    o = suite.opts
-    ft = o.ft_options
-    comp = suite.component("ft")
-    task = frame["task"].iat[0]
-    folds = int(ft.folds)
-    unit_fold = {u.uid: fold_of(o.seed, name, frame["doc_id"].iat[u.rows[0]], folds) for u in units}
-    root = Path(ft.work_dir) if ft.work_dir else cache_dir() / "meta-eval-ft" / comp.run.run_id
-    full = None
-    n = 0
-    for fold in range(folds):
-        fu = [u for u in units if unit_fold[u.uid] == fold]
-        if not fu or all(k in done for u in fu for k in _keys(frame, u, metrics)):
-            continue
-        if full is None:
-            full = scoring_frame(name, o.data_dir, None)  # training uses every document outside the fold
-        work = root / name / f"fold{fold}"
-        model = train_fold_model(suite, name, fold, training_pairs(full, name, fold, folds, o.seed), work)
-        key = f"ft:{name}:{fold}"
-
-        def compute(chunk, model=model, key=key):
-            return suite._compute_diffscore(
-                frame, chunk, task, prefix="diffscore-ft", model=model, cache_key=key
-            )
-
-        n += run_chunks(
-            comp.run,
-            frame,
-            fu,
-            metrics,
-            compute,
-            chunk_size=o.chunk_size,
-            done=done,
-            label=f"{name} DiffScore-FT fold {fold}",
-            progress=o.progress,
+        return FinetuneConfig(
+            rank=self.rank,
+            alpha=self.alpha,
+            dropout=self.dropout,
+            target_modules=tuple(self.target_modules) if self.target_modules else None,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            grad_accum=self.grad_accum,
+            lr=self.lr,
+            max_length=self.max_length,
+            chat=self.chat,
+            seed=seed,
         )
-        suite._scorers.pop((key, task), None)
+
+    def check(self) -> None:
+        self.finetune_config(0).check()
+        if self.adapter is not None and self.train_data is not None:
+            raise InputError("--ft-adapter and --ft-train exclude each other (an adapter is already trained)")
+        if self.adapter is not None:
+            from dlmeval.models.adapters import check_adapter_dir
+
+            check_adapter_dir(self.adapter)
+        if self.train_data is not None:
+            from dlmeval.data.formats import require_file
+
+            require_file(self.train_data, "--ft-train file")
+
+    def describe(self) -> dict[str, Any]:
+        """What the FT scores depend on (the run configuration): the settings, the adapter's hash, the file's
+        digest; never the work directory."""
+        d = asdict(self)
+        d.pop("work_dir")
+        d["model"] = None  # the base model is in the run's model identities
+        if self.adapter is not None:
+            from dlmeval.models.adapters import adapter_sha256
+
+            d["adapter"] = {"sha256": adapter_sha256(self.adapter)}
+            for k in (
+                "rank",
+                "alpha",
+                "dropout",
+                "target_modules",
+                "steps",
+                "batch_size",
+                "grad_accum",
+                "lr",
+            ):
+                d.pop(k)  # the adapter's own settings count, through its hash
+            d.pop("max_length"), d.pop("chat")
+        if self.train_data is not None:
+            from dlmeval.data.paths import file_digest
+
+            d["train_data"] = {"sha256": file_digest(Path(self.train_data))}
+        d["scheme"] = (
+            "given adapter" if self.adapter else "given file" if self.train_data else "cross-benchmark pool"
+        )
+        return json.loads(json.dumps(d, default=list))
+
+
+@dataclass
+class FTContext:
+    """What the meta-evaluation hands DiffScore-FT.
+
+    ``load_base()`` returns a fresh base model (it is trained in place); ``load(adapter_dir)`` the base with an
+    adapter; ``frame_of(name)`` a benchmark's full scoring frame (no ``--limit``: the training set never depends
+    on it); ``pool`` the benchmarks whose (source, reference) pairs may be trained on."""
+
+    options: FTOptions
+    load_base: Callable[[], Any]
+    load: Callable[[str], Any]
+    frame_of: Callable[[str], pd.DataFrame]
+    pool: Sequence[str]
+    seed: int = 0
+    work_dir: Path | None = None
+    progress: bool = False
+    _pool_pairs: dict[str, list[dict]] = field(default_factory=dict, repr=False)
+    _base_identity: dict | None = field(default=None, repr=False)
+    _spare: Any = field(default=None, repr=False)
+
+    def root(self) -> Path:
+        if self.work_dir is not None:
+            return Path(self.work_dir)
+        if self.options.work_dir:
+            return Path(self.options.work_dir)
+        from dlmeval.data.paths import cache_dir
+
+        return cache_dir() / "meta-eval-ft"
+
+
+# --------------------------------------------------------------------------------------------- training sets
+def benchmark_pairs(frame: pd.DataFrame) -> list[dict]:
+    """``{source, target}`` pairs of a frame with references: each source with each of its distinct references,
+    in file order, each pair once."""
+    out, seen = [], set()
+    for src, refs in zip(frame["cond_source"], frame["targets"]):
+        for r in dict.fromkeys(refs):
+            if (src, r) not in seen and str(r).strip():
+                seen.add((src, r))
+                out.append({"source": src, "target": r})
+    return out
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _grams(text: str, n: int = NGRAM) -> set[int]:
+    """Hashes of the word n-grams of a text (lower-cased ``\\w+`` words); a text under ``n`` words: its whole
+    word sequence."""
+    w = _WORD.findall(str(text).lower())
+    if len(w) < n:
+        return {hash(tuple(w))} if w else set()
+    return {hash(tuple(w[i : i + n])) for i in range(len(w) - n + 1)}
+
+
+def text_index(frame: pd.DataFrame) -> set[int]:
+    """The n-grams of every text of a benchmark frame: sources, conditioning sources, targets, candidates."""
+    idx: set[int] = set()
+    texts = set(frame["source"]) | set(frame["cond_source"]) | set(frame["candidate"])
+    texts |= {t for ts in frame["targets"] for t in ts}
+    for t in texts:
+        idx |= _grams(t)
+    return idx
+
+
+def decontaminate(pairs: Sequence[dict], index: set[int]) -> list[dict]:
+    """The pairs whose source and target share no n-gram with ``index`` (:func:`text_index`)."""
+    return [p for p in pairs if not (_grams(p["source"]) & index) and not (_grams(p["target"]) & index)]
+
+
+def training_pairs(ctx: FTContext, name: str) -> list[dict]:
+    """The cross-benchmark training set of benchmark ``name``: the pool's pairs outside ``name``, decontaminated
+    against ``name``'s full data."""
+    others = [b for b in ctx.pool if b != name]
+    if not others:
+        raise InputError(f"DiffScore-FT: no benchmark outside {name} to train on; pass --ft-train FILE")
+    pairs = []
+    for b in others:
+        if b not in ctx._pool_pairs:
+            ctx._pool_pairs[b] = benchmark_pairs(ctx.frame_of(b))
+        pairs += ctx._pool_pairs[b]
+    kept = decontaminate(pairs, text_index(ctx.frame_of(name)))
+    if not kept:
+        raise InputError(f"DiffScore-FT: every training pair overlaps {name}")
+    log.info(
+        "DiffScore-FT %s: %d training pairs from %s (%d dropped for overlap)",
+        name,
+        len(kept),
+        others,
+        len(pairs) - len(kept),
+    )
+    return kept
+
+
+# --------------------------------------------------------------------------------------------- adapters
+def adapter_key(base_identity: dict, cfg, pairs: Sequence[dict]) -> str:
+    from dlmeval.train.finetune import pairs_digest
+
+    blob = json.dumps(
+        {"base": base_identity, "config": asdict(cfg), "pairs": pairs_digest(pairs)},
+        sort_keys=True,
+        default=list,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _complete(d: Path) -> bool:
+    from dlmeval.models.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS, TRAIN_SETTINGS
+
+    return all((d / n).is_file() for n in (ADAPTER_CONFIG, ADAPTER_WEIGHTS, TRAIN_SETTINGS))
+
+
+def base_identity(ctx: FTContext) -> dict:
+    """The identity of the base model (loaded once; the loaded copy is kept for the first training)."""
+    if ctx._base_identity is None:
+        base = ctx.load_base()
+        ctx._base_identity = base.identity().as_dict()
+        ctx._spare = base
+    return ctx._base_identity
+
+
+def _fresh_base(ctx: FTContext):
+    base, ctx._spare = ctx._spare, None
+    return base if base is not None else ctx.load_base()
+
+
+def adapter_for(ctx: FTContext, name: str) -> tuple[Any, dict]:
+    """``(model with the adapter for benchmark name, the layout it was trained on)``, training it if needed."""
+    from dlmeval.train.finetune import finetune, read_pairs
+
+    o = ctx.options
+    if o.adapter is not None:
+        model = ctx.load(o.adapter)
+        return model, dict(model.adapter.settings.get("layout") or {"chat": False, "prompt": None})
+    pairs = read_pairs(o.train_data) if o.train_data else training_pairs(ctx, name)
+    cfg = o.finetune_config(ctx.seed)
+    ident = {k: v for k, v in base_identity(ctx).items() if k != "device"}
+    d = ctx.root() / adapter_key(ident, cfg, pairs)
+    if _complete(d):
+        model = ctx.load(str(d))
+    else:
+        log.info(
+            "training the DiffScore-FT adapter for %s (%d pairs, %d steps) in %s",
+            name,
+            len(pairs),
+            cfg.steps,
+            d,
+        )
+        model = _fresh_base(ctx)
+        finetune(model, pairs, cfg, d, progress=ctx.progress, extra={"benchmark": name, "scheme": POOL_NOTE})
+    return model, dict(model.adapter.settings["layout"])
+
+
+def score_ft(ctx: FTContext, name: str, score_with: Callable[[Any, dict], int]) -> int:
+    """Score benchmark ``name`` with its DiffScore-FT model: ``score_with(model, layout)`` scores the pending
+    units (``layout``: ``{"chat", "prompt"}``, the layout the adapter was trained on); returns what it returns."""
+    model, layout = adapter_for(ctx, name)
+    try:
+        return score_with(model, {"chat": bool(layout.get("chat")), "prompt": layout.get("prompt")})
+    finally:
         del model
-        shutil.rmtree(
-            work, ignore_errors=True
-        )  # every candidate of the fold is stored: the checkpoint is spent
-    return n
