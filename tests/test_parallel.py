@@ -237,3 +237,73 @@ def test_device_map_places_with_accelerate_and_keeps_scores():
     assert a["score"].tolist() == b["score"].tolist()
     with pytest.raises(Exception, match="the placements are map"):
         load_diffusion("tiny-llada", device="map:everywhere")
+
+
+def _records(store: Path) -> dict:
+    """Every record of a store, wall-clock fields (``seconds``: measured, not computed) left out."""
+
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k != "seconds"}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return {
+        run: {k: strip(json.loads(v)) for k, v in items.items()} for run, items in items_of(store).items()
+    }
+
+
+def _same_outputs(a: Path, b: Path, skip: tuple[str, ...] = ()) -> list[str]:
+    names = sorted(p.name for p in a.glob("*.csv") if p.name not in skip)
+    assert names and names == sorted(p.name for p in b.glob("*.csv") if p.name not in skip)
+    for n in names:
+        assert (a / n).read_text() == (b / n).read_text(), n
+    return names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command, skip",
+    [
+        (["care", "care-tiny"], ()),
+        (["robust", "robust-tiny"], ()),
+        (
+            [
+                "meta-eval",
+                "--benchmarks",
+                "SummEval",
+                "--limit",
+                "6",
+                "--model",
+                "tiny-llada",
+                "--ar-model",
+                "tiny-causal",
+                "--masks",
+                "4",
+                "--rates",
+                "2",
+                "--bootstrap",
+                "50",
+            ],
+            ("timing.csv",),  # seconds per family: measured, not computed
+        ),
+    ],
+    ids=["care", "robust", "meta-eval"],
+)
+def test_protocol_two_ranks_equal_one_process(tmp_path, command, skip):
+    """A Care sweep, a robustness run and a meta-evaluation subset on the tiny models: the tables written by
+    rank 0 of a 2-process job and every stored record equal those of one process."""
+    for n in (1, 2):
+        r = dlmeval(
+            n,
+            ["--store", str(tmp_path / f"s{n}.sqlite"), *command, "--out", str(tmp_path / f"o{n}")],
+            cwd=tmp_path,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+    names = _same_outputs(tmp_path / "o1", tmp_path / "o2", skip)
+    assert len(names) >= 4
+    one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
+    assert one == two and sum(len(v) for v in one.values()) > 20
+    assert not list(rank_dir(tmp_path / "s2.sqlite").glob("*/*.jsonl"))  # every journal merged and removed

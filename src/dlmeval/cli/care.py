@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.common import add_placement_args, emit, protocol_kwargs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--plan", action="store_true", help="print the cells and predicted forward passes, run nothing"
     )
     g = p.add_argument_group("runtime")
-    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    add_placement_args(g, "the evaluator models (the PPL model and the MAUVE featurizer)")
     g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
     g.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
@@ -154,8 +154,8 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlmeval.parallel import open_store
     from dlmeval.protocols.care import markdown, run_care
-    from dlmeval.store import RunStore
 
     spec = _spec_with_overrides(args)
     if args.plan:
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if spec.metrics.featurizer.startswith("causal:"):
         check_model_spec(spec.metrics.featurizer, role="causal", allow_download=args.allow_download)
     check_writable_store(args.store)
-    with RunStore(args.store) as store:
+    with open_store(args.store) as store:
         res = run_care(spec, store, out_dir=out, **protocol_kwargs(args))
     from dlmeval.store import frame_records
 

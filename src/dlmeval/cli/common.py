@@ -39,6 +39,17 @@ def add_runtime_args(p) -> None:
     )
 
 
+def add_placement_args(g, evaluators: str) -> None:
+    """``--device`` (help shared by every command) and ``--evaluator-device`` for a protocol's evaluator models."""
+    g.add_argument("--device", default="auto", help=DEVICE_HELP)
+    g.add_argument(
+        "--evaluator-device",
+        default=None,
+        metavar="DEVICE",
+        help=f"device of {evaluators} (default: --device); e.g. cuda:1 keeps them off the sampled model's GPU",
+    )
+
+
 def model_kwargs(args) -> dict[str, Any]:
     from dlmeval.parallel import current
 
@@ -58,8 +69,12 @@ def protocol_kwargs(args) -> dict[str, Any]:
     import shlex
 
     quiet = getattr(args, "json", False)
+    from dlmeval.parallel import current
+
+    ev = getattr(args, "evaluator_device", None)
     return {
         **model_kwargs(args),
+        "evaluator_device": None if ev is None else current().device(ev),
         "data_dir": args.data_dir,
         "command_line": shlex.join(["dlmeval", *sys.argv[1:]]),
         "progress": not args.no_progress,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.common import add_placement_args, emit, protocol_kwargs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--plan", action="store_true", help="print what would be evaluated, run nothing")
     g = p.add_argument_group("runtime")
-    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    add_placement_args(g, "the autoregressive models of the pairs")
     g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
     g.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
@@ -171,8 +171,9 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlmeval.parallel import open_store
     from dlmeval.protocols.robust import markdown, run_robust
-    from dlmeval.store import RunStore, frame_records
+    from dlmeval.store import frame_records
 
     spec = spec_with_overrides(args)
     if args.plan:
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
         check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
     check_writable_store(args.store)
-    with RunStore(args.store) as store:
+    with open_store(args.store) as store:
         res = run_robust(spec, store, out_dir=out, **protocol_kwargs(args))
     payload = {
         "spec": spec.name,

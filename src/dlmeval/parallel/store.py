@@ -204,8 +204,12 @@ class MirrorRun(Run, _Sync):
         self._outbox.extend(pairs)
         return len(pairs)
 
-    def done_keys(self) -> set[str]:
-        return set(self._cache)
+    def done_keys(self, prefix: str | None = None) -> set[str]:
+        return {k for k in self._cache if prefix is None or k.startswith(prefix)}
+
+    def results_with_prefix(self, prefix: str) -> dict[str, dict[str, Any]]:
+        """As :meth:`Run.results_with_prefix` (key order)."""
+        return {k: self.get(k) for k in sorted(k for k in self._cache if k.startswith(prefix))}
 
     def __len__(self) -> int:
         return len(self._cache)
@@ -312,11 +316,23 @@ class ParallelStore(RunStore, _OpenCollective):
         run = RunStore.open_run(self, kind, config, models, seed, command_line)
         return MainRun(self, run.run_id, self.par)
 
+    _local = False
+
+    @contextlib.contextmanager
+    def local(self) -> Iterator[ParallelStore]:
+        """Inside ``with store.local():`` runs open on rank 0 alone (no collective): for the summary runs a
+        protocol writes after its work, while the other ranks have finished."""
+        old, self._local = self._local, True
+        try:
+            yield self
+        finally:
+            self._local = old
+
     def open_run(self, kind, config, models=None, seed=0, command_line=None) -> Run:
         def open_main():
             return self._open_plain(kind, config, models, seed, command_line)
 
-        if not self.par.distributed:
+        if not self.par.distributed or self._local:
             run = open_main()
             left = _leftover_journals(self.path, run.run_id)
             for p in left:
@@ -367,6 +383,20 @@ def open_store(path=None, *, par: ParallelContext | None = None) -> RunStore | R
     if par.is_main:
         return ParallelStore(path, par=par)
     return RankStore(path, par=par)
+
+
+@contextlib.contextmanager
+def main_only(store) -> Iterator[bool]:
+    """``with main_only(store) as main:`` -- ``main`` is whether this rank writes the outputs (rank 0, or a
+    single process); inside, rank 0 opens runs alone (see :meth:`ParallelStore.local`)."""
+    local = getattr(store, "local", None)
+    if not current().is_main:
+        yield False
+    elif local is None:
+        yield True
+    else:
+        with local():
+            yield True
 
 
 def share_pending(run: Run, keys: Iterable[Any], *, key=None) -> list[Any]:

@@ -49,36 +49,59 @@ def run_units(
     """Compute every unit's missing records into ``run`` (its missing item chunks, then its summary) and read
     the rest back; returns the table rows of all units, per ``Unit.table``, in unit order.
 
-    Units sharing a summary key (a cell provably identical to an earlier one) are computed once."""
-    from dlmeval.progress import progress_bar
+    Two phases, so that a data-parallel job (``torchrun``) splits both: every pending item chunk of every unit,
+    shared among the ranks; then every pending summary, shared likewise (a summary reads all its unit's items,
+    which every rank holds after the sync). Records never depend on the phase order or on which rank computed
+    them. Units sharing a summary key (a cell provably identical to an earlier one) are computed once."""
+    from dlmeval.parallel import current, job_progress, sync
 
+    par = getattr(run, "par", None) or current()
     done = run.done_keys()
+    first: dict[str, Unit] = {}
+    for u in units:
+        first.setdefault(u.key, u)
+    pending = [u for u in first.values() if u.key not in done]
+    # phase 1: the item chunks (fixed composition, so a chunk's records do not depend on the world size)
+    work = []
+    for u in pending:
+        size = max(1, u.chunk_size)
+        for chunk, keys in zip(chunks(u.items, size), chunks(u.item_keys, size)):
+            if not all(k in done for k in keys):
+                work.append((u, chunk, keys))
+    gen_seconds: dict[str, float] = {}
+    with job_progress(f"care {label}", sum(len(c) for _, c, _ in work), enabled=progress) as bar:
+        for u, chunk, keys in par.share(work):
+            t0 = time.perf_counter()
+            recs = u.generate(chunk, run.warn)
+            run.put_many(list(zip(keys, recs)))
+            gen_seconds[u.key] = gen_seconds.get(u.key, 0.0) + time.perf_counter() - t0
+            bar.update(len(chunk), u.name)
+    sync(run)
+    # a unit's seconds: the generation time of all its chunks, on whichever ranks ran them, plus its summary
+    totals: dict[str, float] = {}
+    for part in par.all_gather(gen_seconds):
+        for k, v in part.items():
+            totals[k] = totals.get(k, 0.0) + float(v)
+    # phase 2: the summaries
+    for u in par.share(pending):
+        t0 = time.perf_counter()
+        rec = u.finish([run.get(k) for k in u.item_keys], run.warn)
+        if u.timed:
+            rec["seconds"] = round(totals.get(u.key, 0.0) + time.perf_counter() - t0, 3)
+        run.put(u.key, rec)
+    sync(run)
+    computed = {u.key for u in pending}
     rows: dict[str, list[dict]] = {}
-    with progress_bar(f"care {label}", len(units), enabled=progress) as bar:
-        for u in units:
-            if u.key in done:
-                rec = run.get(u.key)
-            else:
-                t0 = time.perf_counter()
-                size = max(1, u.chunk_size)
-                for chunk, keys in zip(chunks(u.items, size), chunks(u.item_keys, size)):
-                    if all(k in done for k in keys):
-                        continue
-                    recs = u.generate(chunk, run.warn)
-                    run.put_many(list(zip(keys, recs)))
-                    done.update(keys)
-                rec = u.finish([run.get(k) for k in u.item_keys], run.warn)
-                if u.timed:
-                    rec["seconds"] = round(time.perf_counter() - t0, 3)
-                run.put(u.key, rec)
-                done.add(u.key)
-                msg = u.describe(rec)
-                if msg:
-                    say(msg)
-            if u.note:
-                say(u.note)
-            rows.setdefault(u.table, []).append(u.row(rec))
-            bar.update(1, u.name)
+    for u in units:
+        rec = run.get(u.key)
+        if u.key in computed and par.is_main:
+            msg = u.describe(rec)
+            if msg:
+                say(msg)
+            computed.discard(u.key)
+        if u.note and par.is_main:
+            say(u.note)
+        rows.setdefault(u.table, []).append(u.row(rec))
     return rows
 
 

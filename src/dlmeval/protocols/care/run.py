@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlmeval.parallel import current
 from dlmeval.protocols import common
 from dlmeval.protocols.care import tables as ct
 from dlmeval.protocols.care.cells import canonical_cell, plan_cells, sampler_config
@@ -51,6 +52,7 @@ def run_care(
     *,
     out_dir: str | Path | None = None,
     device: str | None = "auto",
+    evaluator_device: str | None = None,
     dtype: str | None = "auto",
     trust_remote_code: bool = False,
     allow_download: bool = False,
@@ -67,11 +69,11 @@ def run_care(
     models = dict(models or {})
     from dlmeval.models import load_diffusion
 
-    say = echo or (lambda s: None)
+    say = (echo if current().is_main else None) or (lambda s: None)
     result = CareResult(spec)
     metrics = Evaluators(
         spec,
-        device=device,
+        device=evaluator_device or device,
         dtype=dtype,
         trust_remote_code=trust_remote_code,
         allow_download=allow_download,
@@ -114,7 +116,8 @@ def run_care(
         for name, df in tables.items():
             run.put_table(name, df)
         run.finish()
-        result.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
+        if current().is_main:
+            result.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
         all_cells += cells
         all_down += down
         del model
@@ -133,7 +136,7 @@ def run_care(
         sweep.put_table(name, df)
     sweep.finish()
     result.signature = sweep.signature.short()
-    if out_dir is not None:
+    if out_dir is not None and current().is_main:  # data parallel: rank 0 writes the outputs
         result.out_dir = write_tables(
             result.tables, out_dir, header=f"Care sweep {spec.name}: {result.signature}"
         )

@@ -182,7 +182,7 @@ def score_items(
     """Chunked, resumable per-item values: ``compute(rows)`` returns, for each row index of a chunk, ``{metric:
     result}``; a chunk with any ``"{key}|{metric}"`` missing from the run is recomputed whole and written in one
     transaction. Returns ``{metric: [result of each key]}`` in ``keys`` order."""
-    from dlmeval.progress import progress_bar
+    from dlmeval.parallel import current, job_progress, sync
 
     if len(set(keys)) != len(keys):
         raise InputError(f"{label}: item keys are not unique")
@@ -190,8 +190,10 @@ def score_items(
     done = set(stored(run, prefix))
     chunks = [list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size)]
     todo = [c for c in chunks if any(f"{keys[i]}|{m}" not in done for i in c for m in metrics)]
-    with progress_bar(label, sum(len(c) for c in todo), enabled=progress) as bar:
-        for chunk in todo:
+    total = sum(len(c) for c in todo)
+    par = getattr(run, "par", None) or current()  # data parallel: this rank's share, then every result everywhere
+    with job_progress(label, total, enabled=progress) as bar:
+        for chunk in par.share(todo):
             res = compute(chunk)
             pairs = []
             for i, got in zip(chunk, res, strict=True):
@@ -201,6 +203,7 @@ def score_items(
                 pairs += [(f"{keys[i]}|{m}", got[m]) for m in metrics]
             run.put_many(pairs)
             bar.update(len(chunk))
+    sync(run)
     res = stored(run, prefix)
     return {m: [res[f"{k}|{m}"] for k in keys] for m in metrics}
 

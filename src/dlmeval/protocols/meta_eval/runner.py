@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlmeval.parallel import main_only
 from dlmeval.protocols.meta_eval.benchmarks import data_digest
 from dlmeval.protocols.meta_eval.options import SUITE_VERSION, SuiteOptions
 from dlmeval.protocols.meta_eval.suite import Suite
@@ -36,8 +37,9 @@ def run_suite(
     command_line: str | None = None,
     models: Mapping[str, Any] | None = None,
     suite: Suite | None = None,
-) -> SuiteReport:
-    """Score every pending item (resumably), then compute and store the tables. See the package docstring.
+) -> SuiteReport | None:
+    """Score every pending item (resumably), then compute and store the tables (None on the ranks other than 0
+    of a data-parallel job: rank 0 writes the tables). See the package docstring.
     ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model; ``suite`` is a
     :class:`Suite` already built (and prepared) for ``opts``, e.g. before the store was opened."""
     if suite is None:
@@ -45,6 +47,12 @@ def run_suite(
     suite.store = store
     suite.prepare()
     suite.score_all()
+    # data parallel: the ranks scored their shares; rank 0 alone evaluates and writes the tables
+    with main_only(store) as main:
+        return _report(suite, opts, store, out_dir, command_line) if main else None
+
+
+def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> SuiteReport:
     results, comps = [], []
     for name in suite.benchmarks:
         r, c = suite.evaluate_benchmark(name)

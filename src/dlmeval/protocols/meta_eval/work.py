@@ -69,14 +69,19 @@ def run_chunks(
     ``compute(chunk) -> {uid: {metric: result dict}}``. A chunk is pending when any of its (item, metric) keys is
     missing; it is then recomputed whole (same composition, same batches) and written in one transaction.
     """
-    from dlmeval.progress import progress_bar
+    from dlmeval.parallel import current, job_progress, sync
 
     if done is None:
         done = run.done_keys()
     chunks = [list(units[s : s + chunk_size]) for s in range(0, len(units), chunk_size)]
     todo = [c for c in chunks if any(k not in done for u in c for k in unit_keys(frame, u, metrics))]
+    # data parallel: every rank sees the same pending chunks (results are mirrored at each sync) and computes its
+    # share; a chunk's composition does not depend on the world size, so neither do its numbers
+    par = getattr(run, "par", None) or current()
+    total = sum(len(c) for c in todo)
+    todo = par.share(todo)
     n = 0
-    with progress_bar(label, sum(len(c) for c in todo), enabled=progress) as bar:
+    with job_progress(label, total, enabled=progress) as bar:
         for chunk in todo:
             res = compute(chunk)
             pairs = []
@@ -93,6 +98,7 @@ def run_chunks(
             done.update(k for k, _ in pairs)
             n += len(chunk)
             bar.update(len(chunk))
+    sync(run)
     return n
 
 

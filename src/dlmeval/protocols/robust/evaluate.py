@@ -179,46 +179,56 @@ CHUNKS = {"generation": generation_chunk, "likelihood": likelihood_chunk}
 def fill(spec, resp, run, task_name, mode, cond, seed, items, keys, done: set[str], state) -> int:
     """Compute the missing records of one cell in chunks of ``batch_size`` items (fixed slices of the item list),
     one transaction per chunk. Returns how many records were written."""
-    task = spec.task_or_default(task_name).task()
-    fn = CHUNKS[mode]
     n_new = 0
     for chunk, ckeys in zip(chunks(items, resp.batch_size), chunks(keys, resp.batch_size)):
         if all(k in done for k in ckeys):
             continue
-        recs = fn(spec, resp, task, cond, seed, chunk, state)
-        for r in recs:
-            r.update(task=task_name, mode=mode, model=resp.entry.label, role=resp.entry.role)
-        run.put_many(list(zip(ckeys, recs)))
+        _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
         done.update(ckeys)
         n_new += len(ckeys)
     return n_new
 
 
+def _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state) -> None:
+    task = spec.task_or_default(task_name).task()
+    recs = CHUNKS[mode](spec, resp, task, cond, seed, chunk, state)
+    for r in recs:
+        r.update(task=task_name, mode=mode, model=resp.entry.label, role=resp.entry.role)
+    run.put_many(list(zip(ckeys, recs)))
+
+
 def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say) -> list[dict]:
     """Every (task, mode, condition, seed, item) record of one model: computed where missing, read back
-    otherwise. Returns the records of the current plan in plan order."""
-    from dlmeval.progress import progress_bar
+    otherwise. Returns the records of the current plan in plan order.
 
-    cells = plan(spec)
+    The pending chunks of all cells form one work list; in a data-parallel job (``torchrun``) every rank computes
+    its share of it (chunks are fixed slices of each cell's items, and every draw is seeded per item, so a record
+    does not depend on the rank or the world size), then the records are synced to every rank."""
+    from dlmeval.parallel import current, job_progress, sync
+
+    par = getattr(run, "par", None) or current()
     done = run.done_keys()
     keys_in_order: list[str] = []
+    work = []
+    for task_name, mode, cond, seed in plan(spec):
+        its = items[task_name]
+        keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in its]
+        keys_in_order += keys
+        for chunk, ckeys in zip(chunks(its, resp.batch_size), chunks(keys, resp.batch_size)):
+            if not all(k in done for k in ckeys):
+                work.append((task_name, mode, cond, seed, chunk, ckeys))
     states: dict[str, dict] = {}
     label = resp.entry.label
-    with progress_bar(f"robust {label}", len(cells), enabled=progress) as bar:
-        for task_name, mode, cond, seed in cells:
-            its = items[task_name]
-            keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in its]
-            keys_in_order += keys
-            if not all(k in done for k in keys):
-                t0 = time.perf_counter()
-                state = states.setdefault(f"{task_name}/{mode}", {})
-                n_new = fill(spec, resp, run, task_name, mode, cond, seed, its, keys, done, state)
-                say(
-                    f"robust: {label} {task_name}/{mode}/{cond}"
-                    + ("" if seed is None else f"/s{seed}")
-                    + f": {n_new} items in {time.perf_counter() - t0:.1f} s"
-                )
-            bar.update(1, f"{task_name}/{mode}/{cond}")
+    t0 = time.perf_counter()
+    with job_progress(f"robust {label}", sum(len(w[5]) for w in work), enabled=progress) as bar:
+        for task_name, mode, cond, seed, chunk, ckeys in par.share(work):
+            state = states.setdefault(f"{task_name}/{mode}", {})
+            _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
+            bar.update(len(ckeys), f"{task_name}/{mode}/{cond}")
+    sync(run)
+    if work:
+        n = sum(len(w[5]) for w in work)
+        say(f"robust: {label}: {n} records computed in {time.perf_counter() - t0:.1f} s")
     stored = run.results()
     missing = [k for k in keys_in_order if k not in stored]
     if missing:  # cannot happen unless the store was edited under us

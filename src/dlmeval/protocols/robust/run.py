@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlmeval.parallel import current, sync
 from dlmeval.protocols.common import empty_cuda
 from dlmeval.protocols.robust.evaluate import Data, ModelEntry, evaluate_model, model_entries
 from dlmeval.protocols.robust.output import guard_notes, plot_reliability, write_tables
@@ -50,6 +51,7 @@ def run_robust(
     *,
     out_dir: str | Path | None = None,
     device: str | None = "auto",
+    evaluator_device: str | None = None,
     dtype: str | None = "auto",
     trust_remote_code: bool = False,
     allow_download: bool = False,
@@ -64,7 +66,8 @@ def run_robust(
     ``models`` maps a model spec string to an already loaded model (tests, or a model built in code such as the
     untrained default start); other models are loaded from their spec strings.
     """
-    say = echo or (lambda s: None)
+    main = current().is_main
+    say = (echo if main else None) or (lambda s: None)
     result = RobustResult(spec)
     data = Data(data_dir)
     items = {t.name: data.items(t.name, t.path, t.n) for t in spec.tasks}
@@ -86,7 +89,7 @@ def run_robust(
             if own
             else _load(
                 entry,
-                device=device,
+                device=(evaluator_device or device) if entry.role == "ar" else device,
                 dtype=dtype,
                 trust_remote_code=trust_remote_code,
                 allow_download=allow_download,
@@ -109,9 +112,12 @@ def run_robust(
                 ctx.collected[entry.label] = probe.run(ctx, resp, run)
         for w in resp.warnings:
             run.warn(w)
+        # data parallel: the probes ran on every rank (they are not split); their records reach rank 0 here
+        sync(run)
         run.put_table("accuracy", table_accuracy(recs, spec))
         run.finish()
-        result.warnings += [f"{entry.label}: {w}" for w in run.warnings()]
+        if main:
+            result.warnings += [f"{entry.label}: {w}" for w in run.warnings()]
         result.seconds[entry.label] = round(time.perf_counter() - t0, 2)
         if not own:
             del model, resp
@@ -135,6 +141,8 @@ def run_robust(
         spec_run.warn(w)
     spec_run.finish()
     result.signature = spec_run.signature.short()
+    if not main:
+        return result  # rank 0 writes the outputs
     result.warnings += [w for w in spec_run.warnings() if w not in result.warnings]
     if out_dir is not None:
         result.out_dir = write_tables(
