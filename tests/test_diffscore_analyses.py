@@ -45,8 +45,8 @@ def test_timestep_matrix_hand_values():
         True,
     ]
     w = S.matrix_wide(m.assign(benchmark="X"))
-    assert list(w.columns[-4:]) == ["t=0.33", "t=0.67", "t=1", "best_t"]
-    assert w.loc[w["config"] == "cond", "best_t"].iat[0] == "1"
+    assert list(w.columns[-4:]) == ["t=0.33", "t=0.67", "t=1", "best"]
+    assert w.loc[w["config"] == "cond", "best"].iat[0] == "t=1"
 
 
 def test_timestep_matrix_per_document_and_nan_rows():

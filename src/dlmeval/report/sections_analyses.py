@@ -19,7 +19,7 @@ ANALYSIS = ("meta-eval-analysis",)
     table="timestep_matrix",
     title="Timestep x dimension correlation matrix",
     columns=("dimension_tag", "config"),
-    optional=("benchmark", "mapped", "protocol", "best_t"),
+    optional=("benchmark", "mapped", "protocol", "best"),
     description="one row per benchmark dimension and configuration, one column per rate t=...",
 )
 def _timestep_matrix(ctx: Context) -> Section:
@@ -29,7 +29,7 @@ def _timestep_matrix(ctx: Context) -> Section:
         TableView(
             df,
             caption="Correlation (the benchmark's primary protocol) of the single-rate score S(t) with each human "
-            "dimension; mapped: the configuration the paper uses for the dimension; best_t: its best rate",
+            "dimension; mapped: the configuration the paper uses for the dimension; best: its best rate",
             name=ctx.name,
             best={c: "max" for c in rates},
             max_rows=40,

@@ -8,8 +8,10 @@ machine's load hits all of them alike):
 * ``DiffScore K=20 T=10`` and ``DiffScore-Fast K=5 T=5``: the ``cond`` configuration (the candidate masked, the
   source visible; WMT: the reference) with the suite's scheme, weighting and prompt policy;
 * ``AR s2h``: the AR model's mean log p of the candidate given the source (one forward pass);
-* ``BARTScore s2h``: the seq2seq baseline (:mod:`dlmeval.baselines.seq2seq`) from the checkpoint ``bart=PATH``;
-  "absent" when no checkpoint is given or it cannot be loaded (the machine has no BART-large-CNN);
+* ``BARTScore s2h``: the seq2seq baseline (:mod:`dlmeval.baselines.seq2seq`) from the checkpoint ``bart=PATH``,
+  or with ``bart=random-large`` BART-large-CNN's architecture with random weights over the AR model's tokenizer
+  (:func:`random_bart_large`: the latency of BART-large-CNN, not its scores); "absent" when no checkpoint is given
+  or it cannot be loaded (this machine has no BART-large-CNN);
 * ``lexical``: sentence BLEU + ROUGE-1/2/L against the references (the source for Rank19 / QAGS);
 * ``embedding``: the BERTScore-style greedy-matching F1 (MiniLM, its embedding cache cleared per output).
 
@@ -64,6 +66,45 @@ def latency_table(per_output: pd.DataFrame, references=REFERENCES) -> pd.DataFra
     return t
 
 
+RANDOM_BART = "random-large"
+
+
+def random_bart_large(tokenizer, device: str | None = None, seed: int = 0):
+    """A :class:`~dlmeval.baselines.seq2seq.Seq2SeqScorer` with BART-large-CNN's architecture (12 + 12 layers,
+    d_model 1024, 16 heads, FFN 4096, vocabulary 50,264: 406M parameters) and random weights, over ``tokenizer``
+    (another BPE tokenizer standing in for BART's, for the token counts): its scores mean nothing, its latency
+    is BART-large-CNN's for texts of the same token length. For ``bart=random-large`` where no checkpoint is on
+    the machine."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    from dlmeval.baselines.seq2seq import Seq2SeqScorer
+
+    cfg = BartConfig(
+        vocab_size=max(50264, len(tokenizer)),
+        d_model=1024,
+        encoder_layers=12,
+        decoder_layers=12,
+        encoder_attention_heads=16,
+        decoder_attention_heads=16,
+        encoder_ffn_dim=4096,
+        decoder_ffn_dim=4096,
+        max_position_embeddings=1024,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = BartForConditionalGeneration(cfg).eval()
+    if device:
+        module = module.to(device)
+    return Seq2SeqScorer(
+        module, tokenizer, name="bart-large-cnn-architecture (random weights)", source=RANDOM_BART
+    )
+
+
 def _timed(fn: Callable[[], object]) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     fn()
@@ -99,9 +140,12 @@ def _families(suite, task: str, bart: str | None) -> tuple[dict[str, Callable], 
     fams[AR_LABEL] = lambda r: ar.mean_logprobs([r["cond_source"]], [r["candidate"]])
     if bart:
         try:
-            from dlmeval.baselines.seq2seq import load_seq2seq
+            if bart == RANDOM_BART:
+                s2s = random_bart_large(suite.ar().tokenizer, o.device, o.seed)
+            else:
+                from dlmeval.baselines.seq2seq import load_seq2seq
 
-            s2s = load_seq2seq(bart, device=o.device, dtype=o.dtype, hint="pass bart=DIR")
+                s2s = load_seq2seq(bart, device=o.device, dtype=o.dtype, hint="pass bart=DIR")
             fams[BART_LABEL] = lambda r: s2s.mean_logprobs([r["cond_source"]], [r["candidate"]])
         except Exception as e:  # the baseline is optional: the table says why it is missing
             absent[BART_LABEL] = f"absent ({type(e).__name__}: {e})"

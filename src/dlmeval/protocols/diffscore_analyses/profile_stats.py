@@ -110,13 +110,13 @@ def timestep_matrix(
 
 def matrix_wide(matrix: pd.DataFrame) -> pd.DataFrame:
     """The long :func:`timestep_matrix` as one row per (benchmark, dimension, configuration), one column per
-    rate (``t=0.1`` ...), plus the best rate."""
+    rate (``t=0.1`` ...), plus ``best``: the column of the best rate."""
     keys = [c for c in ("benchmark", "dimension_tag", "config", "mapped", "protocol") if c in matrix.columns]
     w = matrix.pivot_table(index=keys, columns="rate", values="value", aggfunc="first", sort=False)
     w.columns = [f"t={float(c):.2g}" for c in w.columns]
     w = w.reset_index()
     vals = w[[c for c in w.columns if c.startswith("t=")]]
-    w["best_t"] = vals.idxmax(axis=1, skipna=True).str[2:] if vals.notna().any().any() else None
+    w["best"] = vals.idxmax(axis=1, skipna=True) if vals.notna().any().any() else None
     return w
 
 
