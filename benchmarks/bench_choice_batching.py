@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from dlmeval.data.tasks import load_arc_challenge  # noqa: E402
-from dlmeval.models.causal import load_default_ar  # noqa: E402
+from dlmeval.models.causal_loading import load_default_ar  # noqa: E402
 from dlmeval.tasks import get_task  # noqa: E402
 
 

@@ -55,7 +55,7 @@ def _default_available():
 
 def _default_ar_available():
     try:
-        from dlmeval.models.causal import smollm2_gguf
+        from dlmeval.models.causal_loading import smollm2_gguf
 
         return True, str(smollm2_gguf())
     except ModelNotFoundError as e:
@@ -322,7 +322,7 @@ def load_causal_lm(
     """Load a :class:`~dlmeval.models.causal.CausalLM` from a spec string."""
     kind, path = _split(spec)
     if kind == "default-ar":
-        from dlmeval.models.causal import load_default_ar
+        from dlmeval.models.causal_loading import load_default_ar
 
         return load_default_ar(device, dtype)
     if kind == "tiny-causal":
@@ -331,7 +331,7 @@ def load_causal_lm(
         _check_tiny_dtype(spec, dtype)
         return tiny_model("causal", seed=seed, device=device or "cpu")
     if kind == "causal":
-        from dlmeval.models.causal import load_causal
+        from dlmeval.models.causal_loading import load_causal
 
         return load_causal(
             path,
