@@ -23,6 +23,7 @@ from typing import Any
 
 from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
 from dlmeval.errors import InputError
+from dlmeval.parallel import current
 
 ROWS = 50
 OUTPUT_SUFFIXES = (".csv", ".jsonl")
@@ -179,6 +180,11 @@ def run(args: argparse.Namespace) -> int:
     # leaves the store exactly as it was, and a bad --output fails before the work, not after it
     _check_settings(args)
     store_path = None
+    if args.no_store and current().distributed:
+        raise InputError(
+            "--no-store under torchrun / accelerate launch: ranks share their work through the run store; "
+            "drop --no-store (or run in one process)"
+        )
     if not args.no_store:
         from dlmeval.store.db import check_writable_store
 
@@ -214,9 +220,9 @@ def run(args: argparse.Namespace) -> int:
     store = None
     run_obj = None
     if store_path is not None:
-        from dlmeval.store import RunStore
+        from dlmeval.parallel import open_store
 
-        store = RunStore(store_path)
+        store = open_store(store_path)
         run_obj = scorer.open_run(store, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
     try:
         df = scorer.score(
@@ -232,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    if args.output:
+    if args.output and current().is_main:
         _write(df, Path(args.output))
     payload = {
         "signature": df.attrs["signature"],

@@ -65,6 +65,7 @@ def load_dream(
     allow_download: bool = False,
     mask_token_id: int | None = None,
     name: str | None = None,
+    random_init: int | None = None,
 ) -> DreamLM:
     from dlmeval.models.remote import load_remote_family
 
@@ -82,4 +83,5 @@ def load_dream(
         allow_download=allow_download,
         mask_token_id=mask_token_id,
         name=name,
+        random_init=random_init,
     )

@@ -48,6 +48,7 @@ def load_llada(
     mask_token_id: int | None = None,
     eos_token_ids=None,
     name: str | None = None,
+    random_init: int | None = None,
 ) -> LLaDALM:
     from dlmeval.models.remote import load_remote_family
 
@@ -66,5 +67,6 @@ def load_llada(
         mask_token_id=mask_token_id,
         eos_token_ids=eos_token_ids,
         name=name,
+        random_init=random_init,
         padding_side="left",
     )

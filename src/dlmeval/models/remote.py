@@ -33,6 +33,18 @@ def generation_config(path: str, kw: dict):
         return None
 
 
+def _random_module(auto, cfg, dtype, dev, seed: int):
+    """The architecture of ``cfg`` with random weights (seeded), built directly on ``dev``: throughput and memory
+    checks at a family's real shapes without its weights (``benchmarks/gpu_check.sh``)."""
+    import torch
+
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(seed)
+        with torch.device(dev):
+            module = auto.from_config(cfg, dtype=dtype, trust_remote_code=True)
+    return module.eval()
+
+
 def load_remote_family(
     cls: type,
     path: str,
@@ -50,10 +62,13 @@ def load_remote_family(
     eos_token_ids=None,
     name: str | None = None,
     padding_side: str | None = None,
+    random_init: int | None = None,
 ) -> Any:
     """Load ``path`` through ``AutoModel`` + ``trust_remote_code`` as the family class ``cls`` (``label`` in
     messages, ``model_type`` what its config must name): special ids from the tokenizer, configs and chat template
-    (:func:`dlmeval.models.tokens.special_ids_from_files`, the family defaults only as a warned fallback)."""
+    (:func:`dlmeval.models.tokens.special_ids_from_files`, the family defaults only as a warned fallback).
+    ``random_init=SEED`` builds the architecture of ``path``'s config with seeded random weights instead of
+    loading any (a directory with a config, code and tokenizer but no weights suffices)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from dlmeval.models.tokens import special_ids_from_files
@@ -79,7 +94,10 @@ def load_remote_family(
     tok = AutoTokenizer.from_pretrained(path, **kw)
     if padding_side is not None:
         tok.padding_side = padding_side
-    module = place(AutoModel.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device)
+    if random_init is None:
+        module = place(AutoModel.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device)
+    else:
+        module = _random_module(AutoModel, cfg, dt, dev, int(random_init))
     mid, eos, notes = special_ids_from_files(
         tok,
         cfg,
