@@ -1,5 +1,5 @@
 """Meta-evaluation: protocol functions against hand-computed values, the dimension mapping, the suite end to end on
-tiny models (all 12 benchmarks), resumption after a crash (identical tables), DiffScore-FT folds, analyses."""
+tiny models (all 12 benchmarks), resumption after a crash (identical tables), DiffScore-FT rows, analyses."""
 
 from __future__ import annotations
 
@@ -376,23 +376,12 @@ def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys, tiny_encoder):
 
 
 # ---------------------------------------------------------------------------------------------- DiffScore-FT
-def test_ft_folds_never_train_on_evaluated_documents(data_root):
-    from dlmeval.protocols.diffscore_ft import fold_of, training_pairs
-
-    full = scoring_frame("SummEval", data_root)
-    pairs = training_pairs(full, "SummEval", 0, 5, seed=0)
-    held = {d for d in full["doc_id"].unique() if fold_of(0, "SummEval", d, 5) == 0}
-    held_sources = set(full.loc[full["doc_id"].isin(held), "cond_source"])
-    assert held and not held_sources & {p["source"] for p in pairs}
-    assert len(pairs) == 11 * (
-        full["doc_id"].nunique() - len(held)
-    )  # every distinct reference of a training doc
-    assert fold_of(0, "SummEval", "M11", 5) == fold_of(0, "SummEval", "M11", 5)
-
-
-def test_ft_rows_in_the_same_table(tmp_path, data_root, tiny_encoder):
+def test_ft_rows_in_the_same_table_and_resume_without_training(tmp_path, data_root, tiny_encoder):
+    """The suite's call site of DiffScore-FT (its training scheme is tested in test_diffscore_ft.py): one adapter
+    per training set, FT keys beside the zero-shot ones, FT comparisons, and a rerun that trains nothing."""
     from dlmeval.protocols.meta_eval import FTOptions
 
+    ft_dir = tmp_path / "ft"
     opts = _opts(
         tiny_encoder,
         data_dir=str(data_root),
@@ -400,7 +389,7 @@ def test_ft_rows_in_the_same_table(tmp_path, data_root, tiny_encoder):
         limit=8,
         families=("diffscore",),
         ft=True,
-        ft_options=FTOptions(folds=2, steps=2, batch_size=2, lr=1e-2, work_dir=str(tmp_path / "ft")),
+        ft_options=FTOptions(steps=2, batch_size=2, lr=1e-2, rank=2, alpha=4, work_dir=str(ft_dir)),
     )
     rep = run_suite(opts, RunStore(tmp_path / "s.sqlite"))
     rows = set(rep.tables["d2t"].index)
@@ -413,9 +402,15 @@ def test_ft_rows_in_the_same_table(tmp_path, data_root, tiny_encoder):
     assert len(keys) == 8 and all(k.replace("diffscore:", "diffscore-ft:") in ft for k in keys)
     a = np.array([zs[k]["score"] for k in keys])
     b = np.array([ft[k.replace("diffscore:", "diffscore-ft:")]["score"] for k in keys])
-    assert np.isfinite(b).all() and not np.allclose(a, b)  # the fold models are trained
-    assert not any((tmp_path / "ft").rglob("checkpoint.pt"))  # spent checkpoints are removed
+    assert np.isfinite(b).all() and not np.allclose(a, b)  # the adapter is trained
+    assert len([d for d in ft_dir.iterdir() if d.is_dir()]) == 1  # BAGEL: one adapter on the pool
     assert "diffscore-ft:mapped" in set(rep.comparisons["metric_a"])
+    # a rerun finds every FT score stored: nothing computed, nothing trained or loaded for FT
+    stamp = {p: p.stat().st_mtime_ns for p in ft_dir.rglob("*")}
+    again = run_suite(opts, RunStore(tmp_path / "s.sqlite"))
+    assert again.timing["units_computed"].sum() == 0
+    assert {p: p.stat().st_mtime_ns for p in ft_dir.rglob("*")} == stamp
+    pd.testing.assert_frame_equal(again.results, rep.results)
 
 
 # ---------------------------------------------------------------------------------------------- analyses

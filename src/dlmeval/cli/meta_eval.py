@@ -62,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model", default="default", help="diffusion model spec (see `dlmeval models`); default: default"
     )
+    p.add_argument(
+        "--adapter", default=None, metavar="DIR", help="a LoRA adapter (`dlmeval train`) loaded onto --model"
+    )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
     p.add_argument(
         "--ar-max-refs",
@@ -82,7 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=None,
         metavar="FAMILY",
-        help="metric families: lexical embedding ar diffscore (default: all)",
+        help="metric families: lexical embedding ar diffscore, or any other registered family (default: every "
+        "family that runs by default)",
     )
     g = p.add_argument_group("DiffScore estimator")
     g.add_argument(
@@ -117,13 +121,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; never changes a "
         "score)",
     )
-    f = p.add_argument_group("DiffScore-FT (LoRA, document-level k-fold)")
-    f.add_argument("--ft", action="store_true", help="add DiffScore-FT rows (fine-tunes one model per fold)")
-    f.add_argument("--ft-folds", type=int, default=5)
-    f.add_argument("--ft-steps", type=int, default=30, help="training steps per fold (CPU default 30)")
-    f.add_argument("--ft-batch-size", type=int, default=8)
-    f.add_argument("--ft-lr", type=float, default=5e-4)
-    f.add_argument("--ft-dir", default=None, help="fold checkpoints (default: <cache>/meta-eval-ft/<run id>)")
+    f = p.add_argument_group("DiffScore-FT (a LoRA adapter trained outside the evaluated benchmark)")
+    f.add_argument(
+        "--ft", action="store_true", help="add DiffScore-FT rows (see docs/diffscore.md, DiffScore-FT)"
+    )
+    f.add_argument("--ft-model", default=None, help="base model FT starts from (default: --model)")
+    f.add_argument("--ft-adapter", default=None, metavar="DIR", help="a trained adapter for every benchmark")
+    f.add_argument("--ft-train", default=None, metavar="FILE", help="one training file for every benchmark")
+    f.add_argument("--ft-steps", type=int, default=None, help="training steps (default: FTOptions')")
+    f.add_argument("--ft-batch-size", type=int, default=None)
+    f.add_argument("--ft-lr", type=float, default=None)
+    f.add_argument("--ft-dir", default=None, help="adapters (default: <cache>/meta-eval-ft)")
     s = p.add_argument_group("statistics")
     s.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
     s.add_argument("--confidence", type=float, default=0.95)
@@ -147,15 +155,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _options(args):
-    from dlmeval.protocols.meta_eval import FAMILIES, FTOptions, SuiteOptions
+    from dlmeval.parallel import current
+    from dlmeval.protocols.meta_eval import FTOptions, SuiteOptions
 
-    families = _names(args.metrics) or FAMILIES
+    device = current().device(args.device)  # cuda:LOCAL_RANK per rank under torchrun
+
     return SuiteOptions(
         suite=args.suite,
         benchmarks=_names(args.benchmarks),
         limit=args.limit,
-        families=tuple(families),
+        families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
+        dlm_adapter=args.adapter,
         ar=args.ar_model,
         encoder=args.encoder,
         ar_max_refs=args.ar_max_refs,
@@ -169,18 +180,26 @@ def _options(args):
         all_configs=args.all_configs,
         ft=args.ft,
         ft_options=FTOptions(
-            folds=args.ft_folds,
-            steps=args.ft_steps,
-            batch_size=args.ft_batch_size,
-            lr=args.ft_lr,
-            work_dir=args.ft_dir,
+            **{
+                k: v
+                for k, v in {
+                    "model": args.ft_model,
+                    "adapter": args.ft_adapter,
+                    "train_data": args.ft_train,
+                    "steps": args.ft_steps,
+                    "batch_size": args.ft_batch_size,
+                    "lr": args.ft_lr,
+                    "work_dir": args.ft_dir,
+                }.items()
+                if v is not None  # what is not given keeps FTOptions' default
+            }
         ),
         bootstrap=args.bootstrap,
         confidence=args.confidence,
         alpha=args.alpha,
         ci_protocols=args.ci_protocols,
         seed=args.seed,
-        device=None if args.device == "auto" else args.device,
+        device=None if device == "auto" else device,
         dtype=None if args.dtype == "auto" else args.dtype,
         data_dir=args.data_dir,
         chunk_size=args.chunk_size,
@@ -194,8 +213,8 @@ def _options(args):
 
 def run(args) -> int:
     from dlmeval.errors import InputError
+    from dlmeval.parallel import current, open_store
     from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
-    from dlmeval.store import RunStore
     from dlmeval.store.db import check_writable_store
 
     opts = _options(args)
@@ -220,10 +239,12 @@ def run(args) -> int:
         suite.dlm()
     else:
         suite.prepare()
-    with RunStore(args.store) as store:
+    with open_store(args.store) as store:
         suite.store = store
         if args.analysis:
             tables = run_analysis(args.analysis, suite, **kw)
+            if not current().is_main:
+                return 0  # rank 0 writes the outputs
             out = Path(args.out or f"meta-eval-{args.analysis}")
             md = {
                 n: f"## {n}\n\n" + df.to_markdown(index=False, floatfmt=".3f") + "\n"
@@ -242,6 +263,8 @@ def run(args) -> int:
             )
             return 0
         report = run_suite(opts, store, command_line=command_line, suite=suite)
+        if report is None:
+            return 0  # data parallel: rank 0 writes the outputs
         out = Path(args.out or f"meta-eval-{report.run.run_id}")
         all_tables = {
             "results": report.results,

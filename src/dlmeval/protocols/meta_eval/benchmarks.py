@@ -38,10 +38,11 @@ class Benchmark:
     whole file. ``dimensions`` are the human judgment columns of the frame (``(P.DARR,)`` for pairwise sets, whose
     frame has ``pair_id`` / ``side`` instead). ``protocols`` are names of ``diffscore_protocols.PROTOCOLS``, the
     first one the headline. ``has_reference``: the targets are references (False: the source stands in, the
-    factuality sets); ``english_source``: the source is English text, so the source directions (AR s2h / h2s) and
-    DiffScore-FT apply. ``configs`` maps a dimension to the DiffScore configuration of the paper mapping (default:
+    factuality sets); ``english_source``: the source is English text, so the source directions (AR s2h / h2s)
+    apply. ``configs`` maps a dimension to the DiffScore configuration of the paper mapping (default:
     ``diffscore_protocols.DIMENSION_CONFIG`` by task); ``prompt`` is the task prompt when ``task`` has none in
-    :data:`TASK_PROMPTS`.
+    :data:`TASK_PROMPTS`. ``ft_pool``: its (source, reference) pairs may train DiffScore-FT for the other
+    benchmarks of its suite (:mod:`dlmeval.protocols.diffscore_ft`).
     """
 
     name: str
@@ -56,6 +57,7 @@ class Benchmark:
     configs: Mapping[str, str] | None = None
     prompt: str | None = None
     suite: str = "bartscore"
+    ft_pool: bool = False
 
     def frame(self, data_dir: str | None = None, limit: int | None = None) -> pd.DataFrame:
         return self.reader(self, data_dir, limit)
@@ -248,5 +250,6 @@ for _s in BARTSCORE_BENCHMARKS.values():
             table=_TABLES[_s.task],
             has_reference=not _s.reference_is_source,
             english_source=_s.task != "WMT",
+            ft_pool=_s.task == "SUM" and not _s.reference_is_source,  # SummEval, Newsroom, REALSumm
         )
     )

@@ -1,4 +1,5 @@
-"""Options of the meta-evaluation suite (:class:`SuiteOptions`) and of DiffScore-FT (:class:`FTOptions`)."""
+"""Options of the meta-evaluation suite (:class:`SuiteOptions`; DiffScore-FT's :class:`FTOptions` are
+:mod:`dlmeval.protocols.diffscore_ft`'s)."""
 
 from __future__ import annotations
 
@@ -6,26 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.protocols.diffscore_ft import FTOptions  # DiffScore-FT's own options (re-exported here)
 from dlmeval.protocols.meta_eval.benchmarks import SUITES, get_benchmark, task_groups
 from dlmeval.protocols.meta_eval.families import METRIC_FAMILIES, family_names
 
 #: the built-in families ``--metrics`` chooses from by default (every registered family with ``default = True``)
 FAMILIES = ("lexical", "embedding", "ar", "diffscore")
 SUITE_VERSION = 1  # bump when a component's numbers change for the same configuration
-
-
-@dataclass(frozen=True)
-class FTOptions:
-    """DiffScore-FT: LoRA on (source, reference) pairs, document-level k-fold (see diffscore_ft)."""
-
-    folds: int = 5
-    steps: int = 30
-    batch_size: int = 8
-    lr: float = 5e-4
-    lora_r: int = 16
-    lora_alpha: int = 32
-    max_len: int | None = None  # default: the model's window
-    work_dir: str | None = None  # fold checkpoints (default: <cache>/meta-eval-ft/<run id>)
 
 
 @dataclass(frozen=True)
@@ -36,6 +24,7 @@ class SuiteOptions:
     # metric families (``--metrics``); None: every registered family with ``default = True``
     families: tuple[str, ...] | None = None
     dlm: str = "default"
+    dlm_adapter: str | None = None  # a LoRA adapter directory loaded onto ``dlm`` (``--adapter``)
     ar: str = "default-ar"
     encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
     # DiffScore estimator: a preset (dlmeval.scoring.spec.PRESETS; None: "standard"), its Fast variant, and any of
@@ -129,8 +118,8 @@ class SuiteOptions:
             raise InputError("chunk_size must be positive")
         if self.ar_max_refs is not None and self.ar_max_refs < 1:
             raise InputError(f"--ar-max-refs must be at least 1, got {self.ar_max_refs}")
-        if self.ft and self.ft_options.folds < 2:
-            raise InputError(f"DiffScore-FT needs at least 2 folds, got {self.ft_options.folds}")
+        if self.ft:
+            self.ft_options.check()
         for flag, v in (("--masks/-K", self.n_masks), ("--rates/-T", self.n_rates)):
             if v is not None and v < 1:
                 raise InputError(f"{flag} must be at least 1, got {v}")

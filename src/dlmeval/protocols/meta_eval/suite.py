@@ -63,7 +63,7 @@ class Suite:
 
     # ------------------------------------------------------------------ models
     def dlm(self):
-        if self._dlm is None and self.opts.dlm in self.models:
+        if self._dlm is None and self.opts.dlm in self.models and self.opts.dlm_adapter is None:
             self._dlm = self.models[self.opts.dlm]
         if self._dlm is None:
             from dlmeval.models.registry import load_diffusion
@@ -76,6 +76,7 @@ class Suite:
                 trust_remote_code=o.trust_remote_code,
                 allow_download=o.allow_download,
                 seed=o.seed,
+                adapter=o.dlm_adapter,
             )
         return self._dlm
 
@@ -108,9 +109,10 @@ class Suite:
             getattr(model.tokenizer, "chat_template", None)
         )
 
-    def scorer(self, task: str, model=None, cache_key: str = "zs"):
+    def scorer(self, task: str, model=None, cache_key: str = "zs", layout: dict | None = None):
         """A DiffScorer for a task on ``model`` (default: the zero-shot model with the prompt policy; any other
-        model, i.e. a fine-tuned one, is scored plainly: no prompt, no chat template)."""
+        model, i.e. a fine-tuned one, in its ``layout`` ``{"chat", "prompt"}``, plain when none is given), kept
+        under ``(cache_key, task)``."""
         from dlmeval.scoring import DiffScorer
 
         key = (cache_key, task)
@@ -120,7 +122,7 @@ class Suite:
                 chat = self.has_chat(model) and self.opts.prompt == "auto"
                 prompt = _task_prompt(task) if chat else None
             else:
-                chat, prompt = False, None
+                chat, prompt = bool((layout or {}).get("chat")), (layout or {}).get("prompt")
             self._scorers[key] = DiffScorer(
                 model,
                 seed=self.opts.seed,
@@ -132,19 +134,8 @@ class Suite:
             )
         return self._scorers[key]
 
-    def scorer_factory(self, task: str):
-        """``make(model, key) -> DiffScorer``: what DiffScore-FT is handed to score a fold model exactly as the
-        suite scores (same estimator, batches, seed; plain: no prompt, no chat template), cached under ``key``
-        until ``make.release(key)``."""
-
-        def make(model, key: str):
-            return self.scorer(task, model, key)
-
-        make.release = lambda key: self._scorers.pop((key, task), None)
-        return make
-
     def _compute_diffscore(self, frame, chunk, task, prefix="diffscore", model=None, cache_key="zs"):
-        """One chunk of DiffScore (``prefix="diffscore-ft"`` with a fold ``model``: DiffScore-FT). The DiffScore
+        """One chunk of DiffScore (``prefix="diffscore-ft"`` with an adapter ``model``: DiffScore-FT). The DiffScore
         families compute through this method (tests patch it to interrupt the work)."""
         comp = self.component("ft" if prefix == "diffscore-ft" else "diffscore")
         return score_diffscore_chunk(
@@ -177,7 +168,7 @@ class Suite:
         return fam
 
     def families(self) -> list[str]:
-        """The families this suite runs, in registration (table) order."""
+        """The families this suite runs, in rank (table) order."""
         return [n for n, cls in METRIC_FAMILIES.items() if cls.enabled(self.opts)]
 
     def metrics_for(self, family: str, name: str) -> list[str]:
