@@ -73,6 +73,8 @@ TOY = textwrap.dedent(
     from dlmeval.parallel import open_store, share_pending, sync
     par = parallel.init_from_env()
     store = open_store(sys.argv[1])
+    if os.environ.get("HANG") and par.rank == 1:
+        import time; time.sleep(60)
     cfg = {"n": 12, "extra": par.rank if os.environ.get("MISMATCH") else 0}
     run = store.open_run("toy", cfg, [], seed=0)
     keys = [f"item-{i}" for i in range(12)]
@@ -117,6 +119,17 @@ def test_signature_mismatch_stops_every_rank_with_a_message(tmp_path, toy):
     assert r.returncode != 0
     assert "ranks disagree on the signature of a 'toy' run" in r.stderr
     assert '"config":{"extra":0' in r.stderr and '"config":{"extra":1' in r.stderr
+
+
+def test_a_rank_that_hangs_does_not_hang_the_others(tmp_path, toy):
+    """Collectives time out (DLMEVAL_DIST_TIMEOUT): rank 0 stops with a message instead of waiting forever."""
+    t0 = time.time()
+    r = torchrun(
+        2, [str(toy), str(tmp_path / "s.sqlite")], cwd=tmp_path, env=_env(HANG="1", DLMEVAL_DIST_TIMEOUT="4")
+    )
+    assert r.returncode != 0
+    assert "another rank probably died" in r.stderr
+    assert time.time() - t0 < 50
 
 
 def test_single_process_merges_leftover_journals(tmp_path):
