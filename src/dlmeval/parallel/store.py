@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -397,6 +397,12 @@ def main_only(store) -> Iterator[bool]:
     else:
         with local():
             yield True
+
+
+def share(run: Run, items: Sequence[Any]) -> list[Any]:
+    """This rank's share of ``items`` (the same list on every rank: computed from results synced everywhere)."""
+    par = getattr(run, "par", None) or current()
+    return par.share(list(items))
 
 
 def share_pending(run: Run, keys: Iterable[Any], *, key=None) -> list[Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlmeval.parallel import share_pending, sync
 from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
@@ -77,10 +78,8 @@ class DGCGProbe(Probe):
                 # re-encoded text (keys without it) are not reused. The DLM's evaluation did not change.
                 ev = "ids/" if role == "ar" else ""
                 keys = [f"dgcg/{cfg.key}/{ev}{task.name}/{it.item_id}" for it in its]
-                done = run.done_keys()
-                for it, k in zip(its, keys):
-                    if k in done:
-                        continue
+                # data parallel: every rank optimises its share of the pending items, then all records sync
+                for it, k in share_pending(run, list(zip(its, keys)), key=lambda p: p[1]):
                     msg = task.user_message(it)
                     target = task.attack_target(it, chat=resp.chat)
                     res = run_gcg(resp.model, [attack_item(resp.model, msg.text, target, it.item_id, wrap=resp.wrap)],
@@ -94,6 +93,7 @@ class DGCGProbe(Probe):
                         "final_eval_loss": res.final_eval_loss, "attack_nfe": res.nfe, "seconds": res.seconds,
                         "ids_match": match, **judged(task, it, ans.outputs[0], ans.probs[0]),
                     })  # fmt: skip
+                sync(run)
                 out += [{**run.get(k), "part": "attack", "task": task.name, "config": cfg.key} for k in keys]
                 if role != "ar":
                     continue
@@ -111,10 +111,8 @@ class DGCGProbe(Probe):
                         f"dgcg-transfer/{derive_seed(dl) % 10**8}/{cfg.key}/{task.name}/{it.item_id}"
                         for it in its
                     ]
-                    tdone = run.done_keys()
-                    for it, k in zip(its, tkeys):
-                        if k in tdone or it.item_id not in sfx:
-                            continue
+                    pend = [(it, k) for it, k in zip(its, tkeys) if it.item_id in sfx]
+                    for it, k in share_pending(run, pend, key=lambda p: p[1]):
                         msg = task.user_message(it)
                         ans = resp.generate(
                             task, [resp.wrap(append_suffix(msg.text, sfx[it.item_id]))], [it.item_id], rseed
@@ -127,6 +125,7 @@ class DGCGProbe(Probe):
                                 **judged(task, it, ans.outputs[0], ans.probs[0]),
                             },
                         )
+                    sync(run)
                     out += [
                         {
                             **run.get(k),

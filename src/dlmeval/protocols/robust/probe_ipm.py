@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.parallel import share, sync
 from dlmeval.protocols.common import chunks, mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged, perturbation, user_span
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
@@ -118,9 +119,14 @@ class IPMProbe(Probe):
                     for seed in spec.perturbation_seeds:
                         keys = [f"ipm/{cfg.key}{fkey}/{task.name}/{cond}/s{seed}/{it.item_id}" for it in its]
                         done = run.done_keys()
-                        for chunk, ckeys in zip(chunks(its, resp.batch_size), chunks(keys, resp.batch_size)):
-                            if all(k in done for k in ckeys):
-                                continue
+                        pend = [
+                            (chunk, ckeys)
+                            for chunk, ckeys in zip(
+                                chunks(its, resp.batch_size), chunks(keys, resp.batch_size)
+                            )
+                            if not all(k in done for k in ckeys)
+                        ]
+                        for chunk, ckeys in share(run, pend):  # data parallel: this rank's chunks
                             msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in chunk]
                             prompts = [resp.wrap(m.text) for m in msgs]
                             iids = [it.item_id for it in chunk]
@@ -148,6 +154,7 @@ class IPMProbe(Probe):
                                     "patched_text": r.patched_text, **judged(task, it, o, tp), **ex,
                                 }))  # fmt: skip
                             run.put_many(put)
+                        sync(run)
                         recs = [run.get(k) for k in keys]
                         out += [{**r, "task": task.name, "for": cond} for r in recs]
                         acc = mean_or_nan([r["correct"] for r in recs])
