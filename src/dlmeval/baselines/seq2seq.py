@@ -250,8 +250,9 @@ def load_seq2seq(
     except OSError as e:
         if local:
             raise ModelNotFoundError(f"{spec} is not a Hugging Face checkpoint directory ({e})") from None
+        what = "" if str(spec) == BART_LARGE_CNN else f" (BARTScore's is {BART_LARGE_CNN})"
         raise ModelNotFoundError(
-            f"the seq2seq checkpoint {spec!r} (BARTScore's is {BART_LARGE_CNN}) is not on this machine; "
+            f"the seq2seq checkpoint {spec!r}{what} is not on this machine; "
             f"{hint}, or allow downloading where there is internet"
         ) from None
     if not getattr(cfg, "is_encoder_decoder", False):

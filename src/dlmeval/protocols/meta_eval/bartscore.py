@@ -49,7 +49,7 @@ class BARTScoreFamily(MetricFamily):
     def spec(self) -> str:
         from dlmeval.baselines.seq2seq import BART_LARGE_CNN
 
-        return getattr(self.opts, "bartscore_model", None) or BART_LARGE_CNN
+        return self.opts.bartscore_model or BART_LARGE_CNN
 
     def scorer(self):
         """The seq2seq scorer (an already loaded one from the suite's ``models`` under the spec, else loaded)."""

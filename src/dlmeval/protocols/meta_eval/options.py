@@ -27,6 +27,9 @@ class SuiteOptions:
     dlm_adapter: str | None = None  # a LoRA adapter directory loaded onto ``dlm`` (``--adapter``)
     ar: str = "default-ar"
     encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
+    # the bartscore family's seq2seq checkpoint (``--bartscore-model``): a local directory, or a hub id read from the
+    # Hugging Face cache (fetched only with allow_download); None: facebook/bart-large-cnn, the paper's
+    bartscore_model: str | None = None
     # DiffScore estimator: a preset (dlmeval.scoring.spec.PRESETS; None: "standard"), its Fast variant, and any of
     # K, T, scheme, weighting replacing the preset's value (None: the preset's)
     preset: str | None = None
