@@ -95,7 +95,7 @@ class Seq2SeqScorer:
         """Token ids with the tokenizer's special tokens, cut to ``max_length`` as BARTScore cuts them."""
         if not isinstance(text, str):
             raise InputError(f"expected a string, got {type(text).__name__}")
-        full = self.tokenizer(text)["input_ids"]
+        full = self.tokenizer(text, verbose=False)["input_ids"]  # the length check is ours (below)
         if len(full) > self.max_length:
             self.truncated += 1
             full = self.tokenizer(text, truncation=True, max_length=self.max_length)["input_ids"]
