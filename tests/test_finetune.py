@@ -234,3 +234,19 @@ def test_train_help_lists_the_paper_defaults(capsys):
     ):
         assert flag in text
     assert "default 16" in text and "default 32" in text and "default 0.05" in text
+
+
+def test_meta_eval_loads_the_adapter_onto_its_model(tmp_path):
+    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+
+    info = finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
+    opts = SuiteOptions(
+        dlm="tiny-llada", dlm_adapter=str(tmp_path / "a"), benchmarks=("BAGEL",), progress=False
+    )
+    m = Suite(opts, None).dlm()
+    assert m.adapter.sha256 == info.sha256
+    assert m.identity().as_dict()["adapter"]["sha256"] == info.sha256
+    assert (
+        "adapter"
+        not in Suite(SuiteOptions(dlm="tiny-llada", progress=False), None).dlm().identity().as_dict()
+    )
