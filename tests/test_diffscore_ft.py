@@ -162,3 +162,16 @@ def test_ft_options_check():
     assert FTOptions().describe()["scheme"] == "cross-benchmark pool"
     d = FTOptions().describe()
     assert (d["rank"], d["alpha"], d["dropout"]) == (16, 32, 0.05) and "work_dir" not in d
+
+
+def test_ft_rows_for_every_benchmark_of_the_table():
+    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
+    from dlmeval.protocols.meta_eval.families import get_family
+
+    suite = Suite(SuiteOptions(dlm="tiny-bert", ft=True, progress=False), None)
+    fam = get_family("ft")(suite)
+    assert "ft" in suite.families()
+    assert [b for b in BENCHMARKS.values() if b.suite == "bartscore" and not fam.applies(b)] == []
+    assert fam.pool() == POOL  # what stands in for CNN/DM
+    assert len([b for b in BENCHMARKS.values() if b.suite == "bartscore"]) == 12
