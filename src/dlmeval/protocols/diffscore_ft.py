@@ -277,6 +277,7 @@ def adapter_for(ctx: FTContext, name: str) -> tuple[Any, dict]:
     ident = {k: v for k, v in base_identity(ctx).items() if k != "device"}
     d = ctx.root() / adapter_key(ident, cfg, pairs)
     if _complete(d):
+        ctx._spare = None  # a stored adapter: the spare base is not needed (free its memory before loading)
         model = ctx.load(str(d))
     else:
         log.info(
