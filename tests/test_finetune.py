@@ -250,3 +250,17 @@ def test_meta_eval_loads_the_adapter_onto_its_model(tmp_path):
         "adapter"
         not in Suite(SuiteOptions(dlm="tiny-llada", progress=False), None).dlm().identity().as_dict()
     )
+
+
+def test_meta_eval_scores_an_adapter_in_its_training_layout(tmp_path):
+    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+
+    finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
+    ft = load_diffusion("tiny-llada", adapter=str(tmp_path / "a"))
+    layout = ft.adapter.settings["layout"]
+    assert layout["chat"] is True  # the stand-in has a chat template: the paper's layout
+    suite = Suite(SuiteOptions(dlm="tiny-llada", progress=False), None)
+    scorer = suite.scorer("SUM", ft, "ft:test", layout={"chat": layout["chat"], "prompt": layout["prompt"]})
+    rows = conditional_examples(ft, PAIRS, chat=True)
+    for ex, p in zip(rows, PAIRS):
+        assert tuple(ex.ids) == scorer.formatter.layout("cond", p["target"], p["source"]).ids
