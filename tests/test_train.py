@@ -183,3 +183,20 @@ def test_pack_documents_makes_full_rows():
     assert all(len(r.ids) == 12 for r in rows[:-1])
     assert all(r.ids[0] == m.tokenizer.cls_token_id and not r.eligible[0] for r in rows)
     assert isinstance(rows[0], Example)
+
+
+def test_dropout_is_seeded_and_leaves_the_global_rng_alone(tmp_path):
+    def run(d):
+        m = tiny_model("bert")
+        rows = conditional_examples(m, [{"source": "the cat sat", "target": "a dog ran"}] * 4)
+        cfg = TrainConfig(steps=2, batch_size=2, lr=1e-2, warmup=1, eval_every=9, checkpoint_every=9)
+        cfg = TrainConfig(**{**cfg.__dict__, "lora": True, "lora_r": 2, "lora_dropout": 0.5})
+        tr = Trainer(m, rows, [], cfg, d, log=lambda s: None)
+        return [tr.train_step()["loss"] for _ in range(2)]
+
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    a = run(tmp_path / "a")
+    assert torch.equal(torch.random.get_rng_state(), state)  # no draw from the global generator
+    torch.manual_seed(7)  # another global state: the same losses (dropout 0.5 draws from the seeded fork)
+    assert run(tmp_path / "b") == a
