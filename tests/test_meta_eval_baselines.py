@@ -126,3 +126,18 @@ def test_bartscore_family_without_checkpoint_says_which_option(tmp_path, data_ro
     with pytest.raises(ModelNotFoundError, match="--bartscore-model"):
         run_suite(opts, store)
     assert store.list_runs() == []  # it fails while loading, before any run is opened
+
+
+def test_cli_bartscore_model_option(tmp_path, data_root, tiny_bart_dir, capsys):
+    from dlmeval.cli.main import main
+
+    base = ["--store", str(tmp_path / "s.sqlite"), "--no-progress", "meta-eval", "--benchmarks", "BAGEL"]
+    base += ["--limit", "4", "--model", "tiny-bert", "--ar-model", "tiny-causal", "-K", "2", "-T", "2"]
+    base += ["--bootstrap", "0", "--data-dir", str(data_root), "--metrics", "bartscore", "diffscore"]
+    rc = main([*base, "--out", str(tmp_path / "none")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--bartscore-model DIR" in err
+    rc = main([*base, "--bartscore-model", tiny_bart_dir, "--out", str(tmp_path / "out")])
+    assert rc == 0
+    md = (tmp_path / "out" / "d2t.md").read_text()
+    assert "BARTScore (paper mapping) [" in md and "significantly better than BARTScore / GPTScore" in md

@@ -67,6 +67,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
     p.add_argument(
+        "--bartscore-model",
+        default=None,
+        metavar="DIR",
+        help="seq2seq checkpoint of the bartscore family (--metrics ... bartscore): a local copy of "
+        "facebook/bart-large-cnn, the paper's (default; read from the Hugging Face cache, fetched only with "
+        "--allow-download)",
+    )
+    p.add_argument(
         "--ar-max-refs",
         type=int,
         default=None,
@@ -170,6 +178,7 @@ def _options(args):
         ar=args.ar_model,
         encoder=args.encoder,
         ar_max_refs=args.ar_max_refs,
+        bartscore_model=args.bartscore_model,
         preset=args.preset,
         fast=args.fast,
         n_masks=args.masks,
