@@ -353,6 +353,17 @@ def test_latency_templates_and_families_end_to_end(tiny_suite):
     assert "absent" in t.loc["BARTScore s2h", "note"]
     assert t.loc["AR s2h", "x AR s2h"] == pytest.approx(1.0)
     assert lat["latency_setup"]["torch_threads"].iat[0] >= 1
+    # with a seq2seq checkpoint (a tiny random BART) the BARTScore row is timed and the ratios refer to it
+    from dlmeval.baselines.seq2seq import tiny_bart
+
+    bart = tiny_bart(tiny_suite.store.path.parent / "tiny-bart")
+    t2 = run_analysis("latency", tiny_suite, warmup=1, max_outputs=3, bart=str(bart))["latency"].set_index(
+        "family"
+    )
+    assert t2.loc["BARTScore s2h", "outputs"] == 2 and t2.loc["BARTScore s2h", "x BARTScore s2h"] == 1.0
+    assert t2.loc["AR s2h", "x BARTScore s2h"] == pytest.approx(
+        t2.loc["AR s2h", "mean_s"] / t2.loc["BARTScore s2h", "mean_s"]
+    )
     tp = run_analysis("prompt-templates", tiny_suite)
     assert len(tp["prompt_templates"]) == 7 and {"COH", "CON", "FLU", "REL", "avg"} <= set(
         tp["prompt_templates"]

@@ -8,7 +8,8 @@ machine's load hits all of them alike):
 * ``DiffScore K=20 T=10`` and ``DiffScore-Fast K=5 T=5``: the ``cond`` configuration (the candidate masked, the
   source visible; WMT: the reference) with the suite's scheme, weighting and prompt policy;
 * ``AR s2h``: the AR model's mean log p of the candidate given the source (one forward pass);
-* ``BARTScore s2h``: the seq2seq baseline (:mod:`dlmeval.baselines.seq2seq`) from the checkpoint ``bart=PATH``,
+* ``BARTScore s2h``: the seq2seq baseline (:mod:`dlmeval.baselines.seq2seq`) from the checkpoint ``bart=PATH``
+  (default: the suite's ``--bartscore-model``, else ``facebook/bart-large-cnn`` from the local Hugging Face cache),
   or with ``bart=random-large`` BART-large-CNN's architecture with random weights over the AR model's tokenizer
   (:func:`random_bart_large`: the latency of BART-large-CNN, not its scores); "absent" when no checkpoint is given
   or it cannot be loaded (this machine has no BART-large-CNN);
@@ -122,13 +123,14 @@ def _families(suite, task: str, bart: str | None) -> tuple[dict[str, Callable], 
     base = suite.scorer(task)  # the suite's prompt / chat policy for this task
     fams: dict[str, Callable] = {}
     absent: dict[str, str] = {}
+    est = o.estimator()  # the suite's scheme and weighting, resolved from its preset
     for label, (k, t) in DIFFSCORE_SETTINGS.items():
         sc = DiffScorer(
             suite.dlm(),
             n_masks=k,
             n_rates=t,
-            scheme=o.scheme,
-            weighting=o.weighting,
+            scheme=est["scheme"],
+            weighting=est["weighting"],
             seed=o.seed,
             prompt=base.formatter.prompt,
             chat=base.formatter.use_chat,
@@ -138,19 +140,21 @@ def _families(suite, task: str, bart: str | None) -> tuple[dict[str, Callable], 
         fams[label] = lambda r, sc=sc: sc.score([r["candidate"]], [r["cond_source"]], config="cond")
     ar = ARScorer(suite.ar(), batch_size=o.ar_batch_size)
     fams[AR_LABEL] = lambda r: ar.mean_logprobs([r["cond_source"]], [r["candidate"]])
-    if bart:
-        try:
-            if bart == RANDOM_BART:
-                s2s = random_bart_large(suite.ar().tokenizer, o.device, o.seed)
-            else:
-                from dlmeval.baselines.seq2seq import load_seq2seq
+    if not bart:
+        # the suite's seq2seq checkpoint (--bartscore-model), else BART-large-CNN from the local cache
+        from dlmeval.baselines.seq2seq import BART_LARGE_CNN
 
-                s2s = load_seq2seq(bart, device=o.device, dtype=o.dtype, hint="pass bart=DIR")
-            fams[BART_LABEL] = lambda r: s2s.mean_logprobs([r["cond_source"]], [r["candidate"]])
-        except Exception as e:  # the baseline is optional: the table says why it is missing
-            absent[BART_LABEL] = f"absent ({type(e).__name__}: {e})"
-    else:
-        absent[BART_LABEL] = "absent (no seq2seq checkpoint given: --analysis-option bart=DIR)"
+        bart = getattr(o, "bartscore_model", None) or BART_LARGE_CNN
+    try:
+        if bart == RANDOM_BART:
+            s2s = random_bart_large(suite.ar().tokenizer, o.device, o.seed)
+        else:
+            from dlmeval.baselines.seq2seq import load_seq2seq
+
+            s2s = load_seq2seq(bart, device=o.device, dtype=o.dtype, hint="pass --analysis-option bart=DIR")
+        fams[BART_LABEL] = lambda r: s2s.mean_logprobs([r["cond_source"]], [r["candidate"]])
+    except Exception as e:  # the baseline is optional: the table says why it is missing
+        absent[BART_LABEL] = f"absent ({type(e).__name__}: {e})"
     fams["lexical BLEU+ROUGE"] = lambda r: (
         bleu(r["candidate"], r["targets"]),
         rouge(r["candidate"], r["targets"]),
@@ -195,7 +199,7 @@ def run_latency(
             "benchmark": name,
             "families": list(fams),
             "diffscore": {k: list(v) for k, v in DIFFSCORE_SETTINGS.items()},
-            "estimator": {"scheme": o.scheme, "weighting": o.weighting},
+            "estimator": {k: v for k, v in o.estimator().items() if k in ("scheme", "weighting")},
             "bart": bart,
             "warmup": warmup,
             "device": device,
