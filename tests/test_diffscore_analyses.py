@@ -402,3 +402,17 @@ def test_report_sections_of_the_new_analyses(tiny_suite):
     assert figs("analysis/tiers") == 1 and figs("analysis/learned_weights") == 1
     assert figs("meta-eval/profile_correlation") == 1
     assert any("torch threads" in b for b in secs["analysis/latency"].blocks if isinstance(b, str))
+
+
+def test_ablation_rows_on_the_tiny_models(tiny_suite):
+    from dlmeval.protocols.diffscore_analyses.ablation import run_ablation
+
+    rows = (
+        ("K", "2", {"n_masks": 2, "n_rates": 2}),
+        ("weighting", "ELBO", {"n_masks": 2, "n_rates": 2, "weighting": "elbo"}),
+        ("masking", "entity-only", {"unsupported": "no entity-only scheme"}),
+    )
+    t = run_ablation(tiny_suite, rows)["ablation"].set_index("setting")
+    assert set(t.columns) >= {"COH", "CON", "FLU", "REL", "avg"}
+    assert t.loc["2", "avg"] == pytest.approx(t.loc["2", ["COH", "CON", "FLU", "REL"]].mean())
+    assert t.loc["entity-only", "note"] == "no entity-only scheme" and np.isnan(t.loc["entity-only", "avg"])

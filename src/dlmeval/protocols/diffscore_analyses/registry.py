@@ -191,7 +191,9 @@ def score_items(
     chunks = [list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size)]
     todo = [c for c in chunks if any(f"{keys[i]}|{m}" not in done for i in c for m in metrics)]
     total = sum(len(c) for c in todo)
-    par = getattr(run, "par", None) or current()  # data parallel: this rank's share, then every result everywhere
+    par = (
+        getattr(run, "par", None) or current()
+    )  # data parallel: this rank's share, then every result everywhere
     with job_progress(label, total, enabled=progress) as bar:
         for chunk in par.share(todo):
             res = compute(chunk)
