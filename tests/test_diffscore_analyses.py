@@ -416,3 +416,21 @@ def test_ablation_rows_on_the_tiny_models(tiny_suite):
     assert set(t.columns) >= {"COH", "CON", "FLU", "REL", "avg"}
     assert t.loc["2", "avg"] == pytest.approx(t.loc["2", ["COH", "CON", "FLU", "REL"]].mean())
     assert t.loc["entity-only", "note"] == "no entity-only scheme" and np.isnan(t.loc["entity-only", "avg"])
+
+
+def test_selection_runs_are_keyed_by_benchmarks_and_limit():
+    from types import SimpleNamespace
+
+    from dlmeval.protocols.diffscore_analyses.registry import analysis_run
+
+    seen = []
+    store = SimpleNamespace(open_run=lambda kind, cfg, models, seed, cl: seen.append((kind, cfg)) or cfg)
+    suite = SimpleNamespace(
+        store=store, benchmarks=("SummEval",), opts=SimpleNamespace(limit=30, seed=0), command_line=None
+    )
+    a = analysis_run(suite, "profiles", {"x": 1}, [], selection=True)
+    suite.opts.limit = 80
+    b = analysis_run(suite, "profiles", {"x": 1}, [], selection=True)
+    c = analysis_run(suite, "positional", {"x": 1}, [])
+    assert a["limit"] == 30 and b["limit"] == 80 and a["benchmarks"] == ["SummEval"] and a != b
+    assert "limit" not in c and c["analysis"] == "positional" and seen[0][0] == "meta-eval-analysis"

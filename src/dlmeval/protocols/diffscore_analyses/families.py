@@ -77,6 +77,7 @@ def run_families(suite, *, compare_model: str | None = None) -> dict[str, pd.Dat
         "families",
         {"estimator": o.estimator(), "prompt_policy": o.prompt, "models": [o.dlm, compare_model]},
         [ma, mb],
+        selection=True,
     )
     recs = []
     for name in suite.benchmarks:

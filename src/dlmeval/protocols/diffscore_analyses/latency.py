@@ -197,6 +197,8 @@ def run_latency(
         "latency",
         {
             "benchmark": name,
+            "limit": o.limit,
+            "max_outputs": max_outputs,
             "families": list(fams),
             "diffscore": {k: list(v) for k, v in DIFFSCORE_SETTINGS.items()},
             "estimator": {k: v for k, v in o.estimator().items() if k in ("scheme", "weighting")},

@@ -1,8 +1,8 @@
 """Multi-timestep quality profiles (DiffScore paper section 6.1, appendix J): ``timestep-matrix`` (Table 13 /
 Fig. 2), ``learned-weights`` (Table 14 / Fig. 6) and ``tiers`` (Fig. 7), on every benchmark of ``--benchmarks``.
 
-The three share one store run (analysis ``profiles``; configuration: the estimator, the prompt policy and whether
-the model's chat template is used): per output and direction the profile S(t_k) of ``cond``, ``reverse`` and
+The three share one store run per selection (analysis ``profiles``; configuration: the benchmarks, ``--limit``, the
+estimator, the prompt policy and whether the model's chat template is used): per output and direction the profile S(t_k) of ``cond``, ``reverse`` and
 ``marginal``, as the benchmark's mapped configurations need them (every one with ``--all-configs``); the ``bidir``
 profile is the mean of the ``cond`` and ``reverse`` profiles, as the estimator computes it. Masks are seeded by the
 output's store key, so a second analysis on the same outputs reads the profiles back instead of recomputing them.
@@ -93,6 +93,7 @@ def _profiles_run(suite):
         "profiles",
         {"estimator": o.estimator(), "prompt_policy": o.prompt, "chat": suite.has_chat(m)},
         [m],
+        selection=True,
     )
 
 

@@ -150,8 +150,12 @@ def suite_version() -> int:
     return int(getattr(meta_eval, "SUITE_VERSION", 1))
 
 
-def analysis_run(suite, name: str, config: dict, models: list):
-    """Open (or reopen, to resume) the store run of analysis ``name`` under ``config``."""
+def analysis_run(suite, name: str, config: dict, models: list, *, selection: bool = False):
+    """Open (or reopen, to resume) the store run of analysis ``name`` under ``config``; ``selection``: the
+    benchmarks and ``--limit`` go into the configuration too, so each selection has its own run and its tables
+    are never overwritten by another selection's."""
+    if selection:
+        config = {"benchmarks": list(suite.benchmarks), "limit": suite.opts.limit, **config}
     return suite.store.open_run(
         RUN_KIND,
         {"suite_version": suite_version(), "analysis": name, **config},

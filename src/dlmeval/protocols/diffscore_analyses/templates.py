@@ -89,7 +89,11 @@ def run_prompt_templates(suite) -> dict[str, pd.DataFrame]:
     m = suite.dlm()
     chat = suite.has_chat(m) and o.prompt == "auto"
     run = analysis_run(
-        suite, "prompt-templates", {"estimator": o.estimator(), "chat": chat, "templates": TEMPLATES}, [m]
+        suite,
+        "prompt-templates",
+        {"estimator": o.estimator(), "chat": chat, "templates": TEMPLATES},
+        [m],
+        selection=True,
     )
     recs = []
     for name in names:
