@@ -133,7 +133,7 @@ def test_a_benchmark_in_another_format_is_one_registration(tmp_path, registries)
     assert stored["ToyD2T/c|bleu"]["score"] == pytest.approx(expected[2])
 
 
-def test_benchmark_registration_rejects_what_the_suite_could_not_run(tmp_path, registries):
+def test_benchmark_registration_rejects_what_the_suite_could_not_run(tmp_path, registries, capsys):
     base = dict(
         name="Bad",
         task="TOY",
@@ -154,6 +154,13 @@ def test_benchmark_registration_rejects_what_the_suite_could_not_run(tmp_path, r
     assert "Bad" not in BENCHMARKS
     with pytest.raises(InputError, match="unknown BARTScore benchmark 'Bad'"):
         get_benchmark("Bad")
+    # the command takes any registered suite and refuses an unknown one with the registered names
+    from dlmeval.cli.main import main
+
+    store = tmp_path / "s.sqlite"
+    assert main(["--store", str(store), "meta-eval", "--suite", "nosuch", "--metrics", "lexical"]) == 2
+    assert "unknown suite 'nosuch'; choose one of bartscore" in capsys.readouterr().err
+    assert not store.exists()  # validated before the store was created
 
 
 def _length_family():

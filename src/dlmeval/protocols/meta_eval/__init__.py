@@ -15,8 +15,8 @@ What runs, per benchmark (:func:`scoring_frame` reads each benchmark's format in
 * DiffScore with the diffusion model (``diffscore``) in the configurations the paper maps the benchmark's human
   dimensions to (:data:`~dlmeval.protocols.diffscore_protocols.DIMENSION_CONFIG`): ``bidir`` is computed as
   cond + reverse, which also gives those two; WMT conditions on the reference;
-* DiffScore-FT (``--ft``, family ``ft``): LoRA fine-tuning on (source, reference) pairs with document-level
-  k-fold, see :mod:`dlmeval.protocols.diffscore_ft`.
+* DiffScore-FT (``--ft``, family ``ft``): DiffScore with a LoRA adapter trained on (source, reference) pairs from
+  outside the evaluated benchmark, see :mod:`dlmeval.protocols.diffscore_ft` (this package only calls it).
 
 Resumption. Every score is written to the run store as soon as its chunk is computed, keyed
 ``"{item}@{content}|{metric}"`` (the item id starts with the benchmark: ``SummEval/M11/...``, ``gu-en/17@.../better``;
@@ -35,13 +35,16 @@ dimension, protocol, metric, value, n, bootstrap CI), ``comparisons`` (DiffScore
 Williams test or paired bootstrap), the paper-style ``mt`` / ``sum`` / ``d2t`` tables of the primary protocols,
 ``secondary`` (the other protocols) and ``timing`` (seconds per benchmark and component in this session).
 
-Layout of the package (no module knows a family or a benchmark by name, except the ones defining it):
+Layout of the package (the suite, the evaluation and the tables go through the two registries; names of
+families appear only where one row is compared with another: a family's ``comparisons``, the table marks, and
+``Suite._compute_diffscore``, the DiffScore seam the two DiffScore families share):
 
 =================  ===========================================================================================
 ``benchmarks``     :class:`Benchmark` entries and their registry (``register_benchmark``, ``get_benchmark``),
                    the BARTScore readers, :func:`scoring_frame`, :func:`judged_for`
 ``families``       the :class:`MetricFamily` interface and its registry (``register_family``, ``get_family``)
-``baselines``      ``lexical`` and ``embedding``; ``ar``: the AR likelihood family; ``diffscore``, ``ft``
+``baselines``      ``lexical`` and ``embedding``; ``ar``: the AR likelihood family; ``diffscore``, ``ft``;
+                   ``bartscore``, ``gptscore`` (with ``paper_marks``, the paper's significance marks)
 ``work``           :class:`Unit`, :func:`make_units`, :func:`run_chunks` (THE chunk loop), the timer
 ``suite``          :class:`Suite`: models, component runs, scoring over benchmarks x families, score vectors
 ``evaluate``       result records and significance comparisons of one benchmark
@@ -57,7 +60,8 @@ the tables and the comparisons it asks for.
 
 Adding a benchmark (another format too): a reader ``(benchmark, data_dir, limit) -> frame`` with the
 :func:`scoring_frame` columns, and one ``register_benchmark(Benchmark(name=..., task=..., dimensions=...,
-protocols=..., reader=..., data_file=..., table=...))``; see :mod:`.benchmarks` and docs/diffscore.md.
+protocols=..., reader=..., data_file=..., table=...))`` at the bottom of :mod:`.benchmarks` or in a module
+imported below; see docs/diffscore.md.
 """
 
 from __future__ import annotations
