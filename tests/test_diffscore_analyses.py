@@ -434,3 +434,37 @@ def test_selection_runs_are_keyed_by_benchmarks_and_limit():
     c = analysis_run(suite, "positional", {"x": 1}, [])
     assert a["limit"] == 30 and b["limit"] == 80 and a["benchmarks"] == ["SummEval"] and a != b
     assert "limit" not in c and c["analysis"] == "positional" and seen[0][0] == "meta-eval-analysis"
+
+
+def test_cli_runs_an_analysis_and_refuses_a_bad_option_before_the_store(tmp_path, data_root, capsys):
+    from dlmeval.cli.main import main
+
+    base = [
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--no-progress",
+        "meta-eval",
+        "--benchmarks",
+        "BAGEL",
+        "--limit",
+        "10",
+        "--model",
+        "tiny-bert",
+        "--ar-model",
+        "tiny-causal",
+        "-K",
+        "2",
+        "-T",
+        "2",
+        "--data-dir",
+        str(data_root),
+    ]
+    rc = main([*base, "--analysis", "tiers", "--analysis-option", "bogus=1"])
+    assert rc != 0 and "no option 'bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "s.sqlite").exists()
+    out = tmp_path / "tiers"
+    rc = main([*base, "--analysis", "tiers", "--analysis-option", "n_tiers=2", "--out", str(out)])
+    assert rc == 0
+    t = pd.read_csv(out / "tier_profiles.csv")
+    assert set(t["tier_label"]) == {"low", "high"} and set(t["rate"]) == {0.5, 1.0} and (t["n"] == 5).all()
+    assert "## tier_gap" in capsys.readouterr().out
