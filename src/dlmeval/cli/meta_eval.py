@@ -163,6 +163,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an option of the analysis (e.g. folds=5, n_tiers=3, bart=DIR, warmup=2); repeatable",
     )
     add_runtime_args(p)
+    p.add_argument(
+        "--evaluator-device",
+        default=None,
+        metavar="DEVICE",
+        help="device of the baseline models (AR, encoder, BART; default: --device), e.g. cuda:1",
+    )
     p.set_defaults(func=run)
 
 
@@ -213,6 +219,7 @@ def _options(args):
         ci_protocols=args.ci_protocols,
         seed=args.seed,
         device=None if device == "auto" else device,
+        evaluator_device=None if args.evaluator_device is None else current().device(args.evaluator_device),
         dtype=None if args.dtype == "auto" else args.dtype,
         data_dir=args.data_dir,
         chunk_size=args.chunk_size,

@@ -61,7 +61,7 @@ class BARTScoreFamily(MetricFamily):
             self._scorer = got or load_seq2seq(
                 self.spec,
                 allow_download=o.allow_download,
-                device=o.device,
+                device=o.evaluator_device or o.device,
                 dtype=o.dtype,
                 batch_size=o.ar_batch_size,
                 hint=HINT,

@@ -48,6 +48,7 @@ class SuiteOptions:
     ci_protocols: str = "primary"  # "primary" | "all"
     seed: int = 0
     device: str | None = None
+    evaluator_device: str | None = None  # the AR, encoder and BART baseline models (None: device)
     dtype: str | None = None
     data_dir: str | None = None
     chunk_size: int = 32
@@ -134,4 +135,5 @@ class SuiteOptions:
         from dlmeval.models.registry import check_settings
 
         check_settings(self.device, self.dtype, self.seed)
+        check_settings(self.evaluator_device, self.dtype, self.seed)
         self.resolved_benchmarks()

@@ -89,7 +89,7 @@ class Suite:
             o = self.opts
             self._ar = load_causal_lm(
                 o.ar,
-                device=o.device,
+                device=o.evaluator_device or o.device,
                 dtype=o.dtype,
                 trust_remote_code=o.trust_remote_code,
                 allow_download=o.allow_download,
@@ -101,7 +101,9 @@ class Suite:
         if self._embedder is None:
             from dlmeval.baselines.embedding import TokenEmbedder
 
-            self._embedder = TokenEmbedder(self.opts.encoder, device=self.opts.device)
+            self._embedder = TokenEmbedder(
+                self.opts.encoder, device=self.opts.evaluator_device or self.opts.device
+            )
         return self._embedder
 
     def has_chat(self, model) -> bool:
