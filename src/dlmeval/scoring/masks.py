@@ -23,9 +23,10 @@ schemes differ only in how the masks of one item depend on each other, so they e
     exactly that, but couples the masks of an item. *Antithetic pairs*: rate ``t_k`` is paired with ``1 - t_k``
     (``k`` with ``T - k``); the j-th mask at ``1 - t_k`` is the complement of the j-th mask at ``t_k`` (the
     complement of a Bernoulli(t) mask is a Bernoulli(1 - t) mask), so a pair hides every token exactly once.
-    *Stratified sizes*: the sizes of the masks of one rate are Binomial(L, t) quantiles at ``u_j = (s_j + U_j) /
-    n`` for a random order ``s`` of the n strata of (0, 1): each size alone is Binomial(L, t), and together they
-    spread over the distribution instead of clustering. *Tiling*: the masks of the rates below 1/2 are windows laid
+    *Stratified sizes*: the N sizes an item draws (one per low-rate mask and its complement, one per pair at 1/2)
+    are Binomial(L, t) quantiles at ``u_d = (s_d + U_d) / N`` for a random order ``s`` of the N strata of (0, 1):
+    each size alone is Binomial(L, t), and together they spread over their distributions (a small mask at one rate
+    goes with large ones at others), which cancels much of the size noise of the item's mean. *Tiling*: the masks of the rates below 1/2 are windows laid
     end to end along one random permutation of the tokens, ascending in even rounds and descending in odd ones
     (the layout uses the nominal sizes ``round(t L)``), so the small masks of one item rarely overlap. The rate 1/2
     (T even) pairs its masks two by two as complements, and ``t = 1`` hides everything. A window of a uniformly
@@ -60,7 +61,7 @@ from dlmeval.errors import InputError
 SCHEMES = ("balanced", "independent", "exact-count", "pll")
 #: what each scheme's masks are, for run signatures
 MASKING = {
-    "balanced": "bernoulli, antithetic + stratified sizes + tiled",
+    "balanced": "bernoulli, antithetic + item-stratified sizes + tiled",
     "independent": "bernoulli, independent",
     "exact-count": "exact-count, antithetic + tiled",
     "pll": "single-token",
@@ -191,13 +192,19 @@ def _assemble(per_rate, counts, partner, low, mid) -> MaskSet:
     )
 
 
-def binomial_sizes(length: int, rate: float, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` mask sizes at ``rate``, each Binomial(L, rate) on its own, together a stratified sample: the
-    Binomial quantiles at ``u_j = (s_j + U_j) / n`` for a random order ``s`` of the n strata and uniform ``U_j``
-    (``u_j`` alone is uniform on [0, 1), whatever its stratum)."""
-    cdf = binom.cdf(np.arange(length + 1), length, rate)
+def binomial_quantiles(length: int, rates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One mask size per entry of ``rates``, each Binomial(L, rate) on its own, together stratified: the Binomial
+    quantiles at ``u_d = (s_d + U_d) / N`` for a random order ``s`` of the N strata of (0, 1) and uniform ``U_d``
+    (``u_d`` alone is uniform on [0, 1), whatever its stratum). The sizes of one item spread over their
+    distributions together (a small draw at one rate goes with a large one at another), which cancels most of the
+    size noise of the mean over the item's masks while every single size keeps its Binomial distribution."""
+    n = len(rates)
     u = (rng.permutation(n) + rng.random(n)) / n
-    return np.minimum(np.searchsorted(cdf, u, side="left"), length).astype(np.int64)
+    out = np.empty(n, dtype=np.int64)
+    for d, (rate, q) in enumerate(zip(rates, u, strict=True)):
+        cdf = binom.cdf(np.arange(length + 1), length, rate)
+        out[d] = min(int(np.searchsorted(cdf, q, side="left")), length)
+    return out
 
 
 def _one_token(perm: np.ndarray, off: int) -> np.ndarray:
@@ -213,19 +220,26 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
     nominal = [hidden_count(float(r), length) for r in rates]  # layout only; the sizes are drawn
     partner, low, mid = _rate_layout(counts, n_rates)
     per_rate: list[list[tuple[np.ndarray, int, bool]]] = [[] for _ in range(n_rates)]
+    groups = _tiles(low, nominal, length)
+    n_of = {a: int(max(counts[a], counts[partner[a]])) for a in low}
+    pairs_of = {a: -(-int(counts[a]) // 2) for a in mid}
+    # every size draw of the item: (rate index, round) for the low rates (their partners take the complement),
+    # (rate index, pair) for the rate 1/2; stratified together
+    draws = [(a, j) for g in groups for a in g for j in range(n_of[a])]
+    draws += [(a, p) for a in mid for p in range(pairs_of[a])]
+    drawn = binomial_quantiles(length, np.asarray([rates[a] for a, _ in draws]), rng)
+    size = {d: int(m) for d, m in zip(draws, drawn, strict=True)}
     unit = 0
-    for g in _tiles(low, nominal, length):
+    for g in groups:
         perm = rng.permutation(length)
-        n_of = {a: int(max(counts[a], counts[partner[a]])) for a in g}
-        sizes = {a: binomial_sizes(length, float(rates[a]), n_of[a], rng) for a in g}
-        rounds = max(n_of.values())
+        rounds = max(n_of[a] for a in g)
         half = -(-rounds // 2)
         for j in range(rounds):
             off = ((j // 2) * length) // half  # as exact_count_masks: opposite ends in consecutive rounds
             for a in g if j % 2 == 0 else g[::-1]:
                 if j >= n_of[a]:
                     continue
-                b, m = partner[a], int(sizes[a][j])
+                b, m = partner[a], size[(a, j)]
                 w = _window(perm, off, m)
                 if j < counts[a]:
                     per_rate[a].append((w, unit, False) if m else (_one_token(perm, off), unit, True))
@@ -238,10 +252,8 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
     for a in mid:  # t = 1/2: masks two by two complements of each other, one unit each (conservative SE)
         perm = rng.permutation(length)
         n = int(counts[a])
-        pairs = -(-n // 2)
-        sizes = binomial_sizes(length, 0.5, pairs, rng)
-        for p in range(pairs):
-            off, m = (p * length) // pairs, int(sizes[p])
+        for p in range(pairs_of[a]):
+            off, m = (p * length) // pairs_of[a], size[(a, p)]
             w = _window(perm, off, m)
             per_rate[a].append((w, unit, False) if m else (_one_token(perm, off), unit, True))
             unit += 1
