@@ -142,7 +142,7 @@ def run_adversarial(suite) -> dict[str, pd.DataFrame]:
     adv.insert(0, "key", [f"adv/{d}/{c}" for d, c in zip(adv["doc_id"], adv["condition"])])
     dlm, ar = suite.dlm(), suite.ar()
     run = analysis_run(
-        suite, "adversarial", {"estimator": o.estimator(), "perturbation_rate": 0.15}, [dlm, ar]
+        suite, "adversarial", {"estimator": o.estimator_record(), "perturbation_rate": 0.15}, [dlm, ar]
     )
     scorer = suite.scorer("SUM")
 

@@ -160,7 +160,7 @@ def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dic
     )
     dlm, ar = suite.dlm(), suite.ar()
     run = analysis_run(
-        suite, "positional", {"estimator": o.estimator(), "dlm_config": "cond", "ar": "s2h"}, [dlm, ar]
+        suite, "positional", {"estimator": o.estimator_record(), "dlm_config": "cond", "ar": "s2h"}, [dlm, ar]
     )
     scorer = suite.scorer("SUM")
 
@@ -224,7 +224,9 @@ def run_directional(suite, *, n_pairs: int = 200) -> dict[str, pd.DataFrame]:
         }
     )
     dlm, ar = suite.dlm(), suite.ar()
-    run = analysis_run(suite, "directional", {"estimator": o.estimator(), "n_pairs": n_pairs}, [dlm, ar])
+    run = analysis_run(
+        suite, "directional", {"estimator": o.estimator_record(), "n_pairs": n_pairs}, [dlm, ar]
+    )
     scorer = suite.scorer("SUM")
 
     def compute(chunk):

@@ -75,7 +75,7 @@ def run_families(suite, *, compare_model: str | None = None) -> dict[str, pd.Dat
     run = analysis_run(
         suite,
         "families",
-        {"estimator": o.estimator(), "prompt_policy": o.prompt, "models": [o.dlm, compare_model]},
+        {"estimator": o.estimator_record(), "prompt_policy": o.prompt, "models": [o.dlm, compare_model]},
         [ma, mb],
         selection=True,
     )

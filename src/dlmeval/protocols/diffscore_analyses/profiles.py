@@ -91,7 +91,7 @@ def _profiles_run(suite):
     return analysis_run(
         suite,
         "profiles",
-        {"estimator": o.estimator(), "prompt_policy": o.prompt, "chat": suite.has_chat(m)},
+        {"estimator": o.estimator_record(), "prompt_policy": o.prompt, "chat": suite.has_chat(m)},
         [m],
         selection=True,
     )

@@ -91,7 +91,7 @@ def run_prompt_templates(suite) -> dict[str, pd.DataFrame]:
     run = analysis_run(
         suite,
         "prompt-templates",
-        {"estimator": o.estimator(), "chat": chat, "templates": TEMPLATES},
+        {"estimator": o.estimator_record(), "chat": chat, "templates": TEMPLATES},
         [m],
         selection=True,
     )

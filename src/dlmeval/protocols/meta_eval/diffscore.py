@@ -123,7 +123,7 @@ class DiffScoreFamily(MetricFamily):
         for b in map(get_benchmark, self.suite.benchmarks):
             prompts.setdefault(b.task, b.task_prompt())
         return {
-            "estimator": self.opts.estimator(),
+            "estimator": self.opts.estimator_record(),
             "prompt_policy": self.opts.prompt,
             "task_prompts": prompts,
             "chat": self.suite.has_chat(self.suite.dlm()),

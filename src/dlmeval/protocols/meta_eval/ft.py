@@ -93,7 +93,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
         # benchmark's full file: every score depends on all of them
         names = dict.fromkeys([*self.pool(), *self.suite.benchmarks])
         return {
-            "estimator": o.estimator(),
+            "estimator": o.estimator_record(),
             "ft": o.ft_options.describe(),
             "data": {b: data_digest(b, o.data_dir) for b in names},
         }

@@ -101,6 +101,13 @@ class SuiteOptions:
             "weighting": spec.weighting,
         }
 
+    def estimator_record(self) -> dict[str, Any]:
+        """What a run records of the estimator: :meth:`estimator` plus what the names mean (the masks' distribution,
+        the weight formula, the preset), so that a scheme or weighting whose meaning changes makes new runs."""
+        from dlmeval.scoring.spec import EstimatorSpec
+
+        return EstimatorSpec(**self.estimator()).as_dict()
+
     def check(self) -> None:
         known = family_names()
         bad = [f for f in self.selected_families() if f not in known]
