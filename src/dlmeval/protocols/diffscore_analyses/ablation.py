@@ -1,8 +1,9 @@
 """The estimator ablations (DiffScore paper section 6.5, Table 5).
 
 On SummEval with the paper's dimension mapping, summary-level Spearman per dimension and their average: K in
-(5, 10, 20) at T = 10; T in (5, 10, 20) at K = 20; MLP against ELBO weighting (under the paper's Bernoulli masks,
-where they differ; under exact-count masks they nearly coincide); balanced against the paper's independent masks.
+(5, 10, 20) at T = 10; T in (5, 10, 20) at K = 20; MLP against the paper's ELBO weighting ``1/t`` (Table 22;
+the ELBO is a sequence-level bound, so it grows with the length where MLP is a per-token mean); the default
+balanced masks against the paper's independent ones (the same expectation, a lower variance).
 Entity-only masking is not available in the estimator (:mod:`dlmeval.scoring.masks` has balanced / independent /
 pll): its row says so.
 """

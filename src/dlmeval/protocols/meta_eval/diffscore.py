@@ -3,7 +3,7 @@ benchmark's human dimensions to (``Benchmark.config_for``; every configuration w
 
 ``bidir`` is computed as cond + reverse, which also gives those two; pairwise MT sets condition on the reference
 (the frame's ``cond_source``). The per-chunk computation is :func:`score_diffscore_chunk`, shared with
-DiffScore-FT (:mod:`.ft`), which scores its fold models the same way.
+DiffScore-FT (:mod:`.ft`), which scores its adapter models the same way.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ class MetricFamily:
 
     def score(self, bench: Benchmark, frame: pd.DataFrame, units: Sequence[Unit], done: set[str]) -> int:
         """Compute and store every pending unit of ``bench``; returns the units computed. Default: the suite's
-        chunk loop over :meth:`compute` (override for a family that needs more, e.g. DiffScore-FT's folds)."""
+        chunk loop over :meth:`compute` (override for a family that needs more, e.g. DiffScore-FT's adapters)."""
         from dlmeval.protocols.meta_eval.work import run_chunks
 
         return run_chunks(

@@ -1,7 +1,9 @@
 """The work of the suite: units of distinct texts, the chunk loop that computes and stores them, timing.
 
-:func:`run_chunks` is THE loop over work chunks: every score the suite (and the analyses, and DiffScore-FT's
-folds) writes goes through it, one chunk per transaction. Sharding across processes belongs there.
+:func:`run_chunks` is THE loop over work chunks: every score the suite (and DiffScore-FT's adapters) writes goes
+through it, one chunk per transaction; in a data-parallel job each rank computes its share of the pending chunks
+and the results are synced at the end (:mod:`dlmeval.parallel`). The analyses have their own chunk loop
+(``diffscore_analyses.registry.score_items``), shared the same way.
 """
 
 from __future__ import annotations
