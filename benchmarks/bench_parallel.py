@@ -39,7 +39,7 @@ def run(world: int, threads: int, args, tmp: Path) -> tuple[float, Path, Path]:
         pre += ["-m", "dlmeval"]
     cmd = [*pre, "--store", str(store), "--no-progress", "meta-eval", "--benchmarks", args.benchmark]
     cmd += ["--limit", str(args.limit), "--metrics", "diffscore", "--preset", args.preset, "--bootstrap", "0"]
-    cmd += ["--out", str(out)]
+    cmd += ["--chunk-size", str(args.chunk_size), "--out", str(out)]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -53,6 +53,12 @@ def main() -> None:
     p.add_argument("--benchmark", default="SummEval")
     p.add_argument("--limit", type=int, default=16)
     p.add_argument("--preset", default="fast")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=8,
+        help="outputs per work chunk (ranks take whole chunks: enough chunks keep them balanced)",
+    )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
