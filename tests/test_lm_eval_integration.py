@@ -13,6 +13,7 @@ from lm_eval.api.instance import Instance  # noqa: E402
 from lm_eval.api.registry import get_model  # noqa: E402
 
 from dlmeval.errors import InputError  # noqa: E402
+from dlmeval.integrations import lm_eval as lm_eval_mod  # noqa: E402
 from dlmeval.integrations.lm_eval import DlmevalLM  # noqa: E402
 
 
@@ -43,9 +44,10 @@ def test_loglikelihood_is_elbo_times_tokens_and_deterministic(lm):
     b = lm.loglikelihood(list(reversed(reqs)))[::-1]
     assert a == b  # order-independent (masks seeded per request)
     assert all(isinstance(x, float) and x < 0 and isinstance(g, bool) for x, g in a)
-    df = lm._scorer().score([" mat"], ["the cat sat on the"], config="cond", item_ids=["x"])
-    # the same estimate under another id uses other masks, but the scale is ELBO x tokens
-    assert a[0][0] == pytest.approx(float(df["score"][0]) * int(df["n_tokens"][0]), rel=0.5)
+    # the plugin's value is the scorer's per-token ELBO (same request id: the same masks) times the tokens scored
+    rid = lm_eval_mod._request_id("ll", "the cat sat on the", " mat")
+    df = lm._scorer().score([" mat"], ["the cat sat on the"], config="cond", item_ids=[rid])
+    assert a[0][0] == pytest.approx(float(df["score"][0]) * int(df["n_tokens"][0]), rel=1e-5)
     assert [r["type"] for r in lm.nfe_records[-2:]] == ["loglikelihood"] * 2
 
 
