@@ -635,6 +635,32 @@ def test_significance_marks_follow_the_comparisons_table():
         ]
     )
     assert significance_marks(wide, comps) == {(1, "SummEval COH (rho doc-avg)"): "†"}
+    # with the paper's marks in the run (a BARTScore / GPTScore family ran) the report shows those, as the Markdown
+    # tables do: † vs BARTScore, ‡ vs GPTScore, both on one cell; the AR-baseline dagger is no longer used
+    paper = [
+        {
+            **comps.iloc[0].to_dict(),
+            "metric_b": m,
+            "test": "williams (paper marks)",
+            "mark": k,
+            "a_significantly_better": ok,
+        }
+        for m, k, ok in (("bartscore:mapped", "†", True), ("gptscore:mapped", "‡", True))
+    ] + [
+        {
+            **comps.iloc[1].to_dict(),
+            "metric_b": "gptscore:mapped",
+            "test": "williams (paper marks)",
+            "mark": "‡",
+            "a_significantly_better": False,
+        }
+    ]
+    both = pd.concat([comps.assign(test="williams", mark=None), pd.DataFrame(paper)], ignore_index=True)
+    assert significance_marks(wide, both) == {(1, "SummEval COH (rho doc-avg)"): "†‡"}
+    only_gpt = pd.concat(
+        [comps.assign(test="williams", mark=None), pd.DataFrame(paper[1:])], ignore_index=True
+    )
+    assert significance_marks(wide, only_gpt) == {(1, "SummEval COH (rho doc-avg)"): "‡"}
 
 
 def _tiny_store(tmp_path):

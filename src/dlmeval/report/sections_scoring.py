@@ -39,16 +39,33 @@ def _protocol_tag(protocol: str) -> str:
         return protocol
 
 
+#: the ``test`` of the comparison records that carry the paper's marks (``protocols/meta_eval/paper_marks.py``)
+PAPER_MARKS_TEST = "williams (paper marks)"
+
+
+def uses_paper_marks(comparisons: pd.DataFrame | None) -> bool:
+    """Whether the run's comparisons hold the paper's marks (a BARTScore or GPTScore family ran)."""
+    return (
+        comparisons is not None
+        and not comparisons.empty
+        and {"test", "mark"} <= set(comparisons.columns)
+        and bool((comparisons["test"] == PAPER_MARKS_TEST).any())
+    )
+
+
 def significance_marks(wide: pd.DataFrame, comparisons: pd.DataFrame | None) -> dict[tuple[int, str], str]:
-    """'†' on DiffScore / DiffScore-FT cells significantly better than the AR baseline (paper mapping), from the
-    ``comparisons`` table (``metric_b == "ar:mapped"`` and ``a_significantly_better``)."""
+    """The paper's marks (``†`` / ``‡``: significantly better than BARTScore / GPTScore, paper mapping) when the run
+    has them, as the Markdown tables show them; else '†' on DiffScore / DiffScore-FT cells significantly better
+    than the AR baseline (paper mapping). From the ``comparisons`` table."""
     need = {"label_a", "metric_b", "a_significantly_better", "benchmark", "protocol"}
     if comparisons is None or comparisons.empty or not need <= set(comparisons.columns):
         return {}
     rows = {str(lab): i for i, lab in enumerate(wide["metric"])} if "metric" in wide.columns else {}
-    sig = comparisons[
-        (comparisons["metric_b"] == "ar:mapped") & comparisons["a_significantly_better"].astype(bool)
-    ]
+    ok = comparisons["a_significantly_better"].astype(bool)
+    if uses_paper_marks(comparisons):
+        sig = comparisons[(comparisons["test"] == PAPER_MARKS_TEST) & ok]
+    else:
+        sig = comparisons[(comparisons["metric_b"] == "ar:mapped") & ok]
     out: dict[tuple[int, str], str] = {}
     for r in sig.to_dict("records"):
         tag = _protocol_tag(str(r["protocol"]))
@@ -58,7 +75,8 @@ def significance_marks(wide: pd.DataFrame, comparisons: pd.DataFrame | None) -> 
             col = f"{r['benchmark']} {r.get('dimension_tag', r.get('dimension', ''))} ({tag})"
         i = rows.get(str(r["label_a"]))
         if i is not None and col in wide.columns:
-            out[(i, col)] = "†"
+            mark = str(r.get("mark") or "†") if uses_paper_marks(comparisons) else "†"
+            out[(i, col)] = "".join(sorted(set(out.get((i, col), "")) | {mark}))
     return out
 
 
@@ -68,10 +86,16 @@ def _meta_table(name: str):
         if "metric" not in df.columns:
             df = df.reset_index().rename(columns={"index": "metric"})
         value_cols = [c for c in df.columns if c != "metric"]
-        marks = significance_marks(df, ctx.table("comparisons")) if name != "secondary" else {}
+        comparisons = ctx.table("comparisons")
+        marks = significance_marks(df, comparisons) if name != "secondary" else {}
         alpha = ctx.run.signature.config.get("alpha", 0.05)
         note = TABLE_NOTES.get(name, "")
-        if marks or name != "secondary":
+        if uses_paper_marks(comparisons) and name != "secondary":
+            note += (
+                f" † / ‡ significantly better than BARTScore / GPTScore (paper mapping), p < {alpha}, Williams test"
+                " at the column's level (the paper's marks). Bold: best value per column."
+            )
+        elif marks or name != "secondary":
             note += f" † significantly better than the AR baseline (paper mapping), p < {alpha} (Williams test or paired bootstrap). Bold: best value per column."
         s = Section(f"Meta-evaluation: {TASK_TITLES.get(name, name)}")
         s.table(
