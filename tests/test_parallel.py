@@ -149,6 +149,37 @@ def test_single_process_merges_leftover_journals(tmp_path):
     assert not j.path.exists()
 
 
+def test_torn_multibyte_line_and_bad_lines_end_a_journal(tmp_path):
+    """A rank killed inside a multi-byte character leaves bytes that are no UTF-8: the journal's records before
+    them still count, and reading never fails (every rerun would fail otherwise)."""
+    p = tmp_path / "j.jsonl"
+    good = '{"k": "a", "r": {"text": "caf\u00e9 \u00fc"}}\n'.encode()
+    p.write_bytes(good + '{"k": "b", "r": {"text": "\u00e9'.encode()[:-1] + b"\n")
+    assert read_journal(p) == [("a", {"text": "café ü"})]
+    p.write_bytes(good + b'{"no key": 1}\n' + good)
+    assert read_journal(p) == [("a", {"text": "café ü"})]
+
+
+def test_plain_store_runs_are_refused_inside_a_distributed_job(tmp_path, monkeypatch):
+    from dlmeval.parallel import context, run_context
+    from dlmeval.parallel.store import ParallelError
+
+    with RunStore(tmp_path / "s.sqlite") as st:
+        run = st.open_run("toy", {})
+        assert run_context(run).world_size == 1  # one process: a plain run works as before
+        monkeypatch.setattr(context, "_CURRENT", ParallelContext(rank=0, world_size=2))
+        with pytest.raises(ParallelError, match="open_store"):
+            share_pending(run, ["a"])
+
+
+def test_rank_dir_is_scoped_by_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLMEVAL_RANK_DIR", str(tmp_path / "ranks"))
+    a, b = rank_dir(tmp_path / "x" / "runs.sqlite"), rank_dir(tmp_path / "y" / "runs.sqlite")
+    assert a != b and a.parent == b.parent == tmp_path / "ranks"
+    monkeypatch.delenv("DLMEVAL_RANK_DIR")
+    assert rank_dir(tmp_path / "runs.sqlite") == tmp_path / "runs.sqlite.ranks"
+
+
 def test_context_share_partitions_and_maps_devices():
     ctxs = [ParallelContext(rank=r, world_size=3) for r in range(3)]
     parts = [c.share(list(range(10))) for c in ctxs]
@@ -156,6 +187,10 @@ def test_context_share_partitions_and_maps_devices():
     assert parts[1] == [1, 4, 7]
     assert ctxs[2].device("cpu") == "cpu"
     assert ParallelContext().device("auto") == "auto"  # one process: unchanged
+    with pytest.raises(Exception, match="no CUDA device"):  # offset:K places on GPUs; this machine has none
+        ParallelContext(rank=1, world_size=2, local_rank=1).device("offset:4")
+    with pytest.raises(Exception, match="integer K"):
+        ParallelContext().device("offset:x")
 
 
 CANDIDATES = [
@@ -197,10 +232,19 @@ def test_sample_two_ranks_equal_one_process(tmp_path):
 def test_killed_rank_of_a_real_command_resumes(tmp_path):
     """SIGKILL one rank of `dlmeval score` once its journal holds a record; the same command then finishes with
     the one-process result and no duplicate records."""
-    texts = [f"{w} is a word that we like to say every day" for w in "abcdefghijklmnopqrstuvwx"]
+    texts = [
+        f"{w}{v} is a word that we like to say every day" for w in "abcdefghijklmnopqrstuvwx" for v in "xyz"
+    ]
     (tmp_path / "c.txt").write_text("\n".join(texts) + "\n")
     args = ["--json", "score", "--model", "tiny-llada", "--config", "marginal", "--candidates", "c.txt"]
-    args += ["--masks", "8", "--rates", "4", "--batch-size", "2"]
+    args += [
+        "--masks",
+        "16",
+        "--rates",
+        "4",
+        "--batch-size",
+        "2",
+    ]  # long enough (72 texts) to kill rank 1 mid-run
     store = tmp_path / "s.sqlite"
     cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "dlmeval"]
     proc = subprocess.Popen(
@@ -216,7 +260,7 @@ def test_killed_rank_of_a_real_command_resumes(tmp_path):
     while time.time() < deadline and proc.poll() is None:
         for j in rank_dir(store).glob("*/rank00001-*.jsonl"):
             if read_journal(j):
-                os.kill(int(j.stem.rsplit("-", 1)[1]), signal.SIGKILL)
+                os.kill(int(j.stem.rsplit("-", 2)[1]), signal.SIGKILL)  # rank...-host-PID-opening
                 killed = True
                 break
         if killed:
@@ -320,3 +364,48 @@ def test_protocol_two_ranks_equal_one_process(tmp_path, command, skip):
     one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
     assert one == two and sum(len(v) for v in one.values()) > 20
     assert not list(rank_dir(tmp_path / "s2.sqlite").glob("*/*.jsonl"))  # every journal merged and removed
+
+
+@pytest.mark.slow
+def test_ft_adapter_is_trained_once_and_shared_by_the_ranks(tmp_path):
+    """meta-eval --ft on 2 ranks: rank 0 trains the adapter, the other rank receives its files; the FT records and
+    tables equal one process's."""
+    args = [
+        "meta-eval",
+        "--benchmarks",
+        "BAGEL",
+        "--limit",
+        "4",
+        "--model",
+        "tiny-llada",
+        "--ar-model",
+        "tiny-causal",
+    ]
+    args += [
+        "--masks",
+        "2",
+        "--rates",
+        "2",
+        "--bootstrap",
+        "0",
+        "--metrics",
+        "diffscore",
+        "--ft",
+        "--ft-steps",
+        "2",
+    ]
+    args += ["--ft-batch-size", "2"]
+    for n in (1, 2):
+        env = _env(DLMEVAL_CACHE=str(tmp_path / f"cache{n}"))  # no adapter from the other run to reuse
+        r = dlmeval(
+            n,
+            ["--store", str(tmp_path / f"s{n}.sqlite"), *args, "--out", str(tmp_path / f"o{n}")],
+            cwd=tmp_path,
+            env=env,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+    assert len(list((tmp_path / "cache2" / "meta-eval-ft").iterdir())) == 1  # one adapter, trained once
+    _same_outputs(tmp_path / "o1", tmp_path / "o2", ("timing.csv",))
+    one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
+    assert one == two and any("diffscore-ft" in k for v in one.values() for k in v)

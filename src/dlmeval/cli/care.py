@@ -154,7 +154,7 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.parallel import open_store
+    from dlmeval.parallel import current, open_store
     from dlmeval.protocols.care import markdown, run_care
 
     spec = _spec_with_overrides(args)
@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
     if spec.metrics.featurizer.startswith("causal:"):
         check_model_spec(spec.metrics.featurizer, role="causal", allow_download=args.allow_download)
-    check_writable_store(args.store)
+    if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
+        check_writable_store(args.store)
     with open_store(args.store) as store:
         res = run_care(spec, store, out_dir=out, **protocol_kwargs(args))
     from dlmeval.store import frame_records

@@ -247,7 +247,8 @@ def run(args) -> int:
         )
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is a file; pass a directory for the tables")
-    check_writable_store(args.store)
+    if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
+        check_writable_store(args.store)
     if args.analysis:
         from dlmeval.protocols.diffscore_analyses.registry import parse_options, run_analysis
 

@@ -171,7 +171,7 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.parallel import open_store
+    from dlmeval.parallel import current, open_store
     from dlmeval.protocols.robust import markdown, run_robust
     from dlmeval.store import frame_records
 
@@ -186,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
     for pair in spec.pairs:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
         check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
-    check_writable_store(args.store)
+    if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
+        check_writable_store(args.store)
     with open_store(args.store) as store:
         res = run_robust(spec, store, out_dir=out, **protocol_kwargs(args))
     payload = {

@@ -186,9 +186,14 @@ def run(args: argparse.Namespace) -> int:
             "drop --no-store (or run in one process)"
         )
     if not args.no_store:
-        from dlmeval.store.db import check_writable_store
+        from dlmeval.store.db import check_writable_store, resolve_store_path
 
-        store_path = check_writable_store(getattr(args, "store", None))
+        # only rank 0 opens the store (the other ranks of a distributed job write journals beside it)
+        store_path = (
+            check_writable_store(getattr(args, "store", None))
+            if current().is_main
+            else resolve_store_path(getattr(args, "store", None))
+        )
     cfg = resolve_config(args.config)
     cands, file_srcs, ids = read_texts(args.candidates, "candidates", args.text)
     srcs: list[str | None] | None = file_srcs

@@ -5,7 +5,7 @@ dlmeval runs under the launchers users already have (``torchrun``, ``accelerate 
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` / ``MASTER_PORT`` and joins the group with the gloo backend: data
 parallel evaluation never reduces tensors on the accelerator, so every collective here moves small JSON payloads
 between host processes, and gloo does that on every machine (CUDA or not). Every collective has a timeout
-(``DLMEVAL_DIST_TIMEOUT`` seconds, default 3600), so a rank never waits forever for a rank that died.
+(``DLMEVAL_DIST_TIMEOUT`` seconds, default 7200), so a rank never waits forever for a rank that died.
 
 Payloads travel as :mod:`dlmeval.store.jsonsafe` text in uint8 tensors, never as pickles
 (``torch.distributed.all_gather_object`` unpickles what peers send).
@@ -32,7 +32,9 @@ log = logging.getLogger("dlmeval.parallel")
 T = TypeVar("T")
 
 TIMEOUT_ENV = "DLMEVAL_DIST_TIMEOUT"
-DEFAULT_TIMEOUT_S = 3600.0
+#: two hours: a collective also waits for the slowest rank (a long D-GCG item, rank 0 training a DiffScore-FT
+#: adapter the others then receive); a rank that died is noticed at once under torchrun, which stops the job
+DEFAULT_TIMEOUT_S = 7200.0
 
 
 class ParallelError(DlmevalError):
@@ -77,16 +79,28 @@ class ParallelContext:
         return shard(items, self.rank, self.world_size)
 
     def device(self, device: str | None) -> str | None:
-        """The device this rank uses for ``--device``: ``auto`` / ``cuda`` become ``cuda:LOCAL_RANK`` in a
-        distributed run on a CUDA machine (one model per rank); an explicit ``cuda:N`` or ``cpu`` is kept."""
-        if not self.distributed or device not in (None, "auto", "cuda"):
+        """The device this rank uses for ``--device`` / ``--evaluator-device``: ``auto`` / ``cuda`` become
+        ``cuda:LOCAL_RANK`` in a distributed run on a CUDA machine (one model per rank); ``offset:K`` is
+        ``cuda:(LOCAL_RANK + K) mod n`` (4 ranks on 8 GPUs with ``--evaluator-device offset:4``: the evaluators of
+        rank r on GPU r + 4); an explicit ``cuda:N`` or ``cpu`` is kept, the same on every rank."""
+        offset = None
+        if isinstance(device, str) and device.startswith("offset:"):
+            try:
+                offset = int(device.partition(":")[2])
+            except ValueError:
+                raise InputError(f"device {device!r}: offset:K takes an integer K, e.g. offset:4") from None
+        elif not self.distributed or device not in (None, "auto", "cuda"):
             return device
         import torch
 
         if not torch.cuda.is_available():
+            if offset is not None:
+                raise InputError(
+                    f"device {device!r} places models on CUDA devices; no CUDA device is available"
+                )
             return device
-        n = torch.cuda.device_count()
-        return f"cuda:{self.local_rank % max(n, 1)}"
+        n = max(torch.cuda.device_count(), 1)
+        return f"cuda:{(self.local_rank + (offset or 0)) % n}"
 
     # ------------------------------------------------------------------ collectives (JSON payloads)
     def _check(self, what: str, fn, *args):
@@ -196,6 +210,9 @@ def _kv_store():
 
 
 _CURRENT: ParallelContext | None = None
+_OWNS_GROUP = (
+    False  # whether init_from_env created the default process group (shutdown destroys only that one)
+)
 
 
 def current() -> ParallelContext:
@@ -224,9 +241,16 @@ def init_from_env(env: dict[str, str] | None = None) -> ParallelContext:
     except ValueError:
         raise InputError(f"LOCAL_RANK must be an integer, got {env.get('LOCAL_RANK')!r}") from None
     timeout = _timeout_from_env()
+    global _OWNS_GROUP
+    group = None
     if not dist.is_initialized():
         dist.init_process_group("gloo", timeout=_dt.timedelta(seconds=timeout))
-    ctx = ParallelContext(rank=rank, world_size=world, local_rank=local, timeout_s=timeout, group=None)
+        _OWNS_GROUP = True
+    elif dist.get_backend() != "gloo":
+        # a group the caller made (NCCL, e.g. accelerate's): dlmeval's collectives move CPU tensors, so they get a
+        # gloo group of their own beside it
+        group = dist.new_group(backend="gloo", timeout=_dt.timedelta(seconds=timeout))
+    ctx = ParallelContext(rank=rank, world_size=world, local_rank=local, timeout_s=timeout, group=group)
     import torch
 
     if torch.cuda.is_available():
@@ -239,9 +263,10 @@ def init_from_env(env: dict[str, str] | None = None) -> ParallelContext:
 
 def shutdown() -> None:
     """Leave the process group (after the last collective)."""
-    global _CURRENT
+    global _CURRENT, _OWNS_GROUP
     ctx, _CURRENT = _CURRENT, None
-    if ctx is not None and ctx.distributed:
+    owned, _OWNS_GROUP = _OWNS_GROUP, False
+    if ctx is not None and ctx.distributed and owned:
         import torch.distributed as dist
 
         if dist.is_initialized():

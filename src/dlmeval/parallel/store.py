@@ -25,6 +25,8 @@ they differ (different code, config, data or models on different nodes).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import itertools
 import os
 import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,14 +39,19 @@ from dlmeval.store.db import Run, RunStore, natural_key, resolve_store_path
 from dlmeval.store.signature import Signature
 
 RANK_DIR_ENV = "DLMEVAL_RANK_DIR"
+_OPENINGS = itertools.count()
 #: records per collective round (bounds the memory of one all_gather)
 CHUNK = 2000
 
 
 def rank_dir(store_path: Path) -> Path:
-    """Where the rank journals of a store live."""
+    """Where the rank journals of a store live: ``<store>.ranks/`` beside it, or a folder named by the store's
+    path under ``$DLMEVAL_RANK_DIR`` (so two stores sharing that directory never merge each other's journals)."""
     env = os.environ.get(RANK_DIR_ENV, "").strip()
-    return Path(env).expanduser() if env else store_path.with_name(store_path.name + ".ranks")
+    if not env:
+        return store_path.with_name(store_path.name + ".ranks")
+    tag = hashlib.sha256(str(Path(store_path).expanduser().resolve()).encode()).hexdigest()[:12]
+    return Path(env).expanduser() / f"{store_path.name}-{tag}"
 
 
 def _normalised(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,7 +71,9 @@ class Journal:
 
     def __init__(self, directory: Path, rank: int):
         self.dir = directory
-        self.path = directory / f"rank{rank:05d}-{socket.gethostname()}-{os.getpid()}.jsonl"
+        # one file per opening: two openings of one run in a process never clear each other's records
+        n = next(_OPENINGS)
+        self.path = directory / f"rank{rank:05d}-{socket.gethostname()}-{os.getpid()}-{n}.jsonl"
         self._fh = None
 
     def append(self, pairs: list[tuple[str, dict[str, Any]]]) -> None:
@@ -88,15 +97,17 @@ class Journal:
 def read_journal(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The records of a journal file; a torn last line (a rank killed mid-write) is dropped."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
+    with open(
+        path, "rb"
+    ) as fh:  # bytes: a line cut inside a multi-byte character must not fail the whole read
+        for raw in fh:
+            if not raw.endswith(b"\n"):
                 break
             try:
-                d = jsonsafe.loads(line)
-            except ValueError:
+                d = jsonsafe.loads(raw.decode("utf-8"))
+                out.append((str(d["k"]), d["r"]))
+            except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
                 break
-            out.append((str(d["k"]), d["r"]))
     return out
 
 
@@ -399,10 +410,24 @@ def main_only(store) -> Iterator[bool]:
             yield True
 
 
+def run_context(run: Run) -> ParallelContext:
+    """The context a run's work is shared in: the run's own (opened through :func:`open_store`), else a single
+    process. A plain :class:`RunStore` run inside a distributed job is refused: its work would be split, but never
+    synced, and every rank would write the same SQLite file."""
+    par = getattr(run, "par", None)
+    if par is not None:
+        return par
+    if current().distributed:
+        raise ParallelError(
+            "this run was opened from a plain RunStore inside a distributed job; open the store with "
+            "dlmeval.parallel.open_store(path) so that the ranks share the work and rank 0 alone writes SQLite"
+        )
+    return ParallelContext()
+
+
 def share(run: Run, items: Sequence[Any]) -> list[Any]:
     """This rank's share of ``items`` (the same list on every rank: computed from results synced everywhere)."""
-    par = getattr(run, "par", None) or current()
-    return par.share(list(items))
+    return run_context(run).share(list(items))
 
 
 def share_pending(run: Run, keys: Iterable[Any], *, key=None) -> list[Any]:
@@ -410,8 +435,7 @@ def share_pending(run: Run, keys: Iterable[Any], *, key=None) -> list[Any]:
     list: results are mirrored on every rank at each sync)."""
     from dlmeval.store.shard import pending
 
-    par = getattr(run, "par", None) or current()
-    return par.share(pending(run, list(keys), key=key))
+    return run_context(run).share(pending(run, list(keys), key=key))
 
 
 def sync(run: Run) -> None:

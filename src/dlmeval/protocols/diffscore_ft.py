@@ -44,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.errors import InputError
+from dlmeval.parallel import current
 
 log = logging.getLogger("dlmeval.meta_eval.ft")
 
@@ -244,6 +245,38 @@ def adapter_key(base_identity: dict, cfg, pairs: Sequence[dict]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def _read_dir(d: Path) -> dict[str, str]:
+    """The files of an adapter directory (base64), for the ranks that did not train it."""
+    import base64
+
+    return {
+        p.name: base64.b64encode(p.read_bytes()).decode("ascii") for p in sorted(d.iterdir()) if p.is_file()
+    }
+
+
+def _write_dir(d: Path, files: dict[str, str]) -> None:
+    """Write an adapter directory received from rank 0 (atomically; a directory already complete is kept)."""
+    import base64
+    import os
+    import tempfile
+
+    if _complete(d):
+        return
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=d.parent, prefix=d.name + ".recv-"))
+    for name, data in files.items():
+        (tmp / name).write_bytes(base64.b64decode(data))
+    try:
+        os.replace(tmp, d)
+    except (
+        OSError
+    ):  # another rank of this node wrote it first (or a partial directory is there): use the files
+        d.mkdir(exist_ok=True)
+        for p in tmp.iterdir():
+            os.replace(p, d / p.name)
+        tmp.rmdir()
+
+
 def _complete(d: Path) -> bool:
     from dlmeval.models.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS, TRAIN_SETTINGS
 
@@ -276,6 +309,30 @@ def adapter_for(ctx: FTContext, name: str) -> tuple[Any, dict]:
     cfg = o.finetune_config(ctx.seed)
     ident = {k: v for k, v in base_identity(ctx).items() if k != "device"}
     d = ctx.root() / adapter_key(ident, cfg, pairs)
+    par = current()
+    if par.distributed and not all(par.all_gather(_complete(d))):
+        # data parallel: rank 0 trains (one adapter for the whole job: training on a GPU is not bit-exact, and the
+        # ranks of one node share the directory), the other ranks receive its files and load them
+        if par.is_main and not _complete(d):
+            log.info(
+                "training the DiffScore-FT adapter for %s (%d pairs, %d steps) in %s",
+                name,
+                len(pairs),
+                cfg.steps,
+                d,
+            )
+            finetune(
+                _fresh_base(ctx),
+                pairs,
+                cfg,
+                d,
+                progress=ctx.progress,
+                extra={"benchmark": name, "scheme": POOL_NOTE},
+            )
+        files = par.broadcast(_read_dir(d) if par.is_main else None)
+        if not par.is_main:
+            _write_dir(d, files)
+        par.barrier()  # every rank holds the adapter before any of them scores with it
     if _complete(d):
         ctx._spare = None  # a stored adapter: the spare base is not needed (free its memory before loading)
         model = ctx.load(str(d))

@@ -53,9 +53,9 @@ def run_units(
     shared among the ranks; then every pending summary, shared likewise (a summary reads all its unit's items,
     which every rank holds after the sync). Records never depend on the phase order or on which rank computed
     them. Units sharing a summary key (a cell provably identical to an earlier one) are computed once."""
-    from dlmeval.parallel import current, job_progress, sync
+    from dlmeval.parallel import job_progress, run_context, sync
 
-    par = getattr(run, "par", None) or current()
+    par = run_context(run)
     done = run.done_keys()
     first: dict[str, Unit] = {}
     for u in units:

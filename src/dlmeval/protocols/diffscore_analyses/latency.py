@@ -191,7 +191,8 @@ def run_latency(
     task = frame["task"].iat[0]
     fams, absent = _families(suite, task, bart)
     threads = {"torch_threads": torch.get_num_threads(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
-    device = str(getattr(suite.dlm(), "device", o.device))
+    # the device type (cuda:0 and cuda:1 are the same setting: under torchrun every rank has its own)
+    device = getattr(getattr(suite.dlm(), "device", None), "type", None) or str(o.device)
     run = analysis_run(
         suite,
         "latency",

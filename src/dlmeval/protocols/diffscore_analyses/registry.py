@@ -186,7 +186,7 @@ def score_items(
     """Chunked, resumable per-item values: ``compute(rows)`` returns, for each row index of a chunk, ``{metric:
     result}``; a chunk with any ``"{key}|{metric}"`` missing from the run is recomputed whole and written in one
     transaction. Returns ``{metric: [result of each key]}`` in ``keys`` order."""
-    from dlmeval.parallel import current, job_progress, sync
+    from dlmeval.parallel import job_progress, run_context, sync
 
     if len(set(keys)) != len(keys):
         raise InputError(f"{label}: item keys are not unique")
@@ -195,9 +195,7 @@ def score_items(
     chunks = [list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size)]
     todo = [c for c in chunks if any(f"{keys[i]}|{m}" not in done for i in c for m in metrics)]
     total = sum(len(c) for c in todo)
-    par = (
-        getattr(run, "par", None) or current()
-    )  # data parallel: this rank's share, then every result everywhere
+    par = run_context(run)  # data parallel: this rank's share, then every result everywhere
     with job_progress(label, total, enabled=progress) as bar:
         for chunk in par.share(todo):
             res = compute(chunk)

@@ -71,7 +71,7 @@ def run_chunks(
     ``compute(chunk) -> {uid: {metric: result dict}}``. A chunk is pending when any of its (item, metric) keys is
     missing; it is then recomputed whole (same composition, same batches) and written in one transaction.
     """
-    from dlmeval.parallel import current, job_progress, sync
+    from dlmeval.parallel import job_progress, run_context, sync
 
     if done is None:
         done = run.done_keys()
@@ -79,7 +79,7 @@ def run_chunks(
     todo = [c for c in chunks if any(k not in done for u in c for k in unit_keys(frame, u, metrics))]
     # data parallel: every rank sees the same pending chunks (results are mirrored at each sync) and computes its
     # share; a chunk's composition does not depend on the world size, so neither do its numbers
-    par = getattr(run, "par", None) or current()
+    par = run_context(run)
     total = sum(len(c) for c in todo)
     todo = par.share(todo)
     n = 0

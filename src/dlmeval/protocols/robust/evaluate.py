@@ -204,9 +204,9 @@ def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say)
     The pending chunks of all cells form one work list; in a data-parallel job (``torchrun``) every rank computes
     its share of it (chunks are fixed slices of each cell's items, and every draw is seeded per item, so a record
     does not depend on the rank or the world size), then the records are synced to every rank."""
-    from dlmeval.parallel import current, job_progress, sync
+    from dlmeval.parallel import job_progress, run_context, sync
 
-    par = getattr(run, "par", None) or current()
+    par = run_context(run)
     done = run.done_keys()
     keys_in_order: list[str] = []
     work = []
