@@ -176,19 +176,6 @@ def likelihood_chunk(spec, resp, task, cond, seed, chunk, state) -> list[dict]:
 CHUNKS = {"generation": generation_chunk, "likelihood": likelihood_chunk}
 
 
-def fill(spec, resp, run, task_name, mode, cond, seed, items, keys, done: set[str], state) -> int:
-    """Compute the missing records of one cell in chunks of ``batch_size`` items (fixed slices of the item list),
-    one transaction per chunk. Returns how many records were written."""
-    n_new = 0
-    for chunk, ckeys in zip(chunks(items, resp.batch_size), chunks(keys, resp.batch_size)):
-        if all(k in done for k in ckeys):
-            continue
-        _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
-        done.update(ckeys)
-        n_new += len(ckeys)
-    return n_new
-
-
 def _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state) -> None:
     task = spec.task_or_default(task_name).task()
     recs = CHUNKS[mode](spec, resp, task, cond, seed, chunk, state)
@@ -238,8 +225,19 @@ def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say)
 
 def ensure(spec, resp, run, task_name: str, mode: str, cond: str, seed, items: Sequence) -> list[dict]:
     """Standard records (the main plan's keys) for ``items``: computed where missing, then read back."""
+    from dlmeval.parallel import run_context, sync
+
     keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in items]
-    fill(spec, resp, run, task_name, mode, cond, seed, items, keys, run.done_keys(), {})
+    done = run.done_keys()
+    pend = [
+        (chunk, ckeys)
+        for chunk, ckeys in zip(chunks(items, resp.batch_size), chunks(keys, resp.batch_size))
+        if not all(k in done for k in ckeys)
+    ]
+    state: dict = {}
+    for chunk, ckeys in run_context(run).share(pend):  # data parallel: a probe's missing records, split too
+        _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
+    sync(run)
     return [run.get(k) for k in keys]
 
 
