@@ -272,28 +272,12 @@ def test_parser_build_imports_no_analysis_module():
 
 # ---------------------------------------------------------------------------------------------- end to end
 @pytest.fixture(scope="module")
-def tiny_suite(tmp_path_factory, data_root):
-    import torch
-    from transformers import BertConfig, BertModel
-
-    from dlmeval.models.tiny import tiny_tokenizer, tiny_vocab_size
+def tiny_suite(tmp_path_factory, data_root, tiny_encoder):
     from dlmeval.protocols.meta_eval import Suite, SuiteOptions
     from dlmeval.store import RunStore
 
     d = tmp_path_factory.mktemp("analyses")
-    enc = d / "enc"
-    tiny_tokenizer("bert").save_pretrained(str(enc))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        cfg = BertConfig(
-            vocab_size=tiny_vocab_size(),
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=128,
-        )
-        BertModel(cfg).save_pretrained(str(enc))
+    enc = tiny_encoder
     opts = SuiteOptions(
         dlm="tiny-bert",
         ar="tiny-causal",

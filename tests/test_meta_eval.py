@@ -170,29 +170,6 @@ def test_bad_options():
 
 
 # ---------------------------------------------------------------------------------------------- the suite
-@pytest.fixture(scope="session")
-def tiny_encoder(tmp_path_factory):
-    """A 2-layer BERT encoder directory over the tiny word vocabulary (stands in for MiniLM in the suite tests)."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    from dlmeval.models.tiny import tiny_tokenizer, tiny_vocab_size
-
-    d = tmp_path_factory.mktemp("tiny-encoder")
-    tiny_tokenizer("bert").save_pretrained(str(d))
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=tiny_vocab_size(),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    BertModel(cfg).save_pretrained(str(d))
-    return str(d)
-
-
 def _opts(encoder: str, **kw):
     base = dict(
         dlm="tiny-bert",
