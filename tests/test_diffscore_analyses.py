@@ -336,6 +336,7 @@ def test_latency_templates_and_families_end_to_end(tiny_suite):
     assert t.loc["DiffScore K=20 T=10", "outputs"] == 2 and (t["mean_s"].dropna() > 0).all()
     assert "absent" in t.loc["BARTScore s2h", "note"]
     assert t.loc["AR s2h", "x AR s2h"] == pytest.approx(1.0)
+    assert t.loc["GPTScore s2h (one aspect)", "outputs"] == 2  # the prompted AR family is timed too
     assert lat["latency_setup"]["torch_threads"].iat[0] >= 1
     # with a seq2seq checkpoint (a tiny random BART) the BARTScore row is timed and the ratios refer to it
     from dlmeval.baselines.seq2seq import tiny_bart

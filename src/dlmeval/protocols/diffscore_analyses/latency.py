@@ -8,6 +8,8 @@ machine's load hits all of them alike):
 * ``DiffScore K=20 T=10`` and ``DiffScore-Fast K=5 T=5``: the ``cond`` configuration (the candidate masked, the
   source visible; WMT: the reference) with the suite's scheme, weighting and prompt policy;
 * ``AR s2h``: the AR model's mean log p of the candidate given the source (one forward pass);
+* ``GPTScore s2h (one aspect)``: the same after GPTScore's instruction prompt for the task's first aspect (the
+  ``gptscore`` family scores each output once per aspect its benchmark maps to: multiply by that count);
 * ``BARTScore s2h``: the seq2seq baseline (:mod:`dlmeval.baselines.seq2seq`) from the checkpoint ``bart=PATH``
   (default: the suite's ``--bartscore-model``, else ``facebook/bart-large-cnn`` from the local Hugging Face cache),
   or with ``bart=random-large`` BART-large-CNN's architecture with random weights over the AR model's tokenizer
@@ -36,7 +38,7 @@ from dlmeval.errors import InputError
 from dlmeval.protocols.diffscore_analyses.registry import analysis_run, register, score_items, store_tables
 
 DIFFSCORE_SETTINGS = {"DiffScore K=20 T=10": (20, 10), "DiffScore-Fast K=5 T=5": (5, 5)}
-AR_LABEL, BART_LABEL = "AR s2h", "BARTScore s2h"
+AR_LABEL, BART_LABEL, GPT_LABEL = "AR s2h", "BARTScore s2h", "GPTScore s2h (one aspect)"
 REFERENCES = (BART_LABEL, AR_LABEL)
 
 
@@ -140,6 +142,15 @@ def _families(suite, task: str, bart: str | None) -> tuple[dict[str, Callable], 
         fams[label] = lambda r, sc=sc: sc.score([r["candidate"]], [r["cond_source"]], config="cond")
     ar = ARScorer(suite.ar(), batch_size=o.ar_batch_size)
     fams[AR_LABEL] = lambda r: ar.mean_logprobs([r["cond_source"]], [r["candidate"]])
+    # GPTScore: the same AR model after GPTScore's instruction prompt, for one aspect (the family scores each
+    # output once per aspect its benchmark's dimensions map to, so its cost per output is this times that count)
+    from dlmeval.baselines.gptscore import TEMPLATES, GPTScorer
+
+    if task in TEMPLATES:
+        gpt = GPTScorer.for_aspect(suite.ar(), task, next(iter(TEMPLATES[task])), batch_size=o.ar_batch_size)
+        fams[GPT_LABEL] = lambda r: gpt.mean_logprobs([r["cond_source"]], [r["candidate"]])
+    else:
+        absent[GPT_LABEL] = f"absent (no GPTScore templates for task {task})"
     if not bart:
         # the suite's seq2seq checkpoint (--bartscore-model), else BART-large-CNN from the local cache
         from dlmeval.baselines.seq2seq import BART_LARGE_CNN
@@ -171,8 +182,8 @@ def _families(suite, task: str, bart: str | None) -> tuple[dict[str, Callable], 
 
 @register(
     "latency",
-    help="seconds per output of every metric family side by side (DiffScore K=20 and K=5, AR, BARTScore if "
-    "given, lexical, embedding), with ratios to BARTScore and AR",
+    help="seconds per output of every metric family side by side (DiffScore K=20 and K=5, AR, GPTScore, "
+    "BARTScore if given, lexical, embedding), with ratios to BARTScore and AR",
     paper="section 6.5, appendix H, appendix S",
     options={"bart": str, "warmup": int, "max_outputs": int},
 )
