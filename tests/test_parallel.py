@@ -409,3 +409,20 @@ def test_ft_adapter_is_trained_once_and_shared_by_the_ranks(tmp_path):
     _same_outputs(tmp_path / "o1", tmp_path / "o2", ("timing.csv",))
     one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
     assert one == two and any("diffscore-ft" in k for v in one.values() for k in v)
+
+
+def test_sync_rounds_are_bounded_by_records_and_bytes(monkeypatch):
+    from dlmeval.parallel import store as pstore
+
+    monkeypatch.setattr(pstore, "CHUNK", 3)
+    monkeypatch.setattr(pstore, "CHUNK_BYTES", 100)
+    pairs = [(f"k{i}", {"text": "x" * (80 if i == 4 else 5)}) for i in range(8)]  # 19 bytes, k4: 94
+    parts = pstore._byte_chunks(pairs)
+    assert [p for part in parts for p in part] == pairs  # every record once, in order
+    assert [len(p) for p in parts] == [
+        3,
+        1,
+        1,
+        3,
+    ]  # 3 records at most; 19 + 94 > 100 bytes: k4 alone
+    assert pstore._byte_chunks([]) == []

@@ -40,8 +40,9 @@ from dlmeval.store.signature import Signature
 
 RANK_DIR_ENV = "DLMEVAL_RANK_DIR"
 _OPENINGS = itertools.count()
-#: records per collective round (bounds the memory of one all_gather)
+#: records, and bytes of JSON, per collective round (bound the memory of one all_gather)
 CHUNK = 2000
+CHUNK_BYTES = 32 * 2**20
 
 
 def rank_dir(store_path: Path) -> Path:
@@ -111,6 +112,25 @@ def read_journal(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _byte_chunks(pairs: list[tuple[str, dict[str, Any]]]) -> list[list[tuple[str, dict[str, Any]]]]:
+    """``pairs`` in consecutive chunks of at most :data:`CHUNK` records and about :data:`CHUNK_BYTES` of JSON each
+    (a round of ``all_gather`` holds world size x its largest chunk on every rank: long generations or token
+    scores must not make that gigabytes)."""
+    out: list[list[tuple[str, dict[str, Any]]]] = []
+    cur: list[tuple[str, dict[str, Any]]] = []
+    size = 0
+    for pair in pairs:
+        n = len(jsonsafe.dumps(pair[1])) + len(pair[0])
+        if cur and (len(cur) >= CHUNK or size + n > CHUNK_BYTES):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(pair)
+        size += n
+    if cur:
+        out.append(cur)
+    return out
+
+
 class _Sync:
     """What :class:`MainRun` and :class:`MirrorRun` share: the outbox of results written since the last sync."""
 
@@ -132,11 +152,11 @@ class _Sync:
         par = self.par
         if not par.distributed:
             return
-        counts = par.all_gather(len(self._outbox))
-        rounds = max(1, -(-max(counts) // CHUNK))
+        parts = _byte_chunks(self._outbox)
+        rounds = max(1, max(par.all_gather(len(parts))))
         for i in range(rounds):
             part = {
-                "r": [[k, r] for k, r in self._outbox[i * CHUNK : (i + 1) * CHUNK]],
+                "r": [[k, r] for k, r in (parts[i] if i < len(parts) else [])],
                 "w": self._warns if i == 0 else [],
             }
             for rank, got in enumerate(par.all_gather(part)):
