@@ -12,7 +12,7 @@ from typing import Any
 
 from dlmeval.protocols import diffscore_protocols as P
 from dlmeval.protocols.meta_eval.benchmarks import get_benchmark
-from dlmeval.protocols.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.meta_eval.families import MetricFamily, refs_label, register_family
 
 AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
 _ARROWS = {
@@ -85,10 +85,7 @@ class ARFamily(MetricFamily):
 
     @functools.cached_property
     def model_label(self) -> str:
-        name = self.suite.ar().identity().name
-        if self.opts.ar_max_refs is not None:
-            name += f", best of first {self.opts.ar_max_refs} refs"
-        return name
+        return refs_label(self.suite.ar().identity().name, self.opts)
 
     def label(self, metric: str) -> str:
         return f"AR {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"

@@ -18,7 +18,7 @@ from typing import Any
 
 from dlmeval.protocols import diffscore_protocols as P
 from dlmeval.protocols.meta_eval.ar import ar_directions_for
-from dlmeval.protocols.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.meta_eval.families import MetricFamily, refs_label, register_family
 
 BARTSCORE_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
 _ARROWS = {
@@ -106,10 +106,7 @@ class BARTScoreFamily(MetricFamily):
 
     @functools.cached_property
     def model_label(self) -> str:
-        name = self.scorer().name
-        if self.opts.ar_max_refs is not None:
-            name += f", best of first {self.opts.ar_max_refs} refs"
-        return name
+        return refs_label(self.scorer().name, self.opts)
 
     def label(self, metric: str) -> str:
         return f"BARTScore {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"

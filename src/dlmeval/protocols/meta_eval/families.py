@@ -175,3 +175,8 @@ def get_family(name: str) -> type[MetricFamily]:
 def family_names() -> tuple[str, ...]:
     """The families ``--metrics`` chooses from, in rank (table) order."""
     return tuple(n for n, c in METRIC_FAMILIES.items() if c.listed)
+
+
+def refs_label(name: str, opts) -> str:
+    """A likelihood family's model label, with the reference limit (``--ar-max-refs``) when one applies."""
+    return name if opts.ar_max_refs is None else f"{name}, best of first {opts.ar_max_refs} refs"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.meta_eval.families import MetricFamily, refs_label, register_family
 
 #: where the prompt's text comes from, per task: the frame's ``cond_source`` (s2h) or its references (r2h)
 CONTEXT = {"SUM": "s2h", "WMT": "r2h", "D2T": "r2h"}
@@ -88,10 +88,7 @@ class GPTScoreFamily(MetricFamily):
 
     @functools.cached_property
     def model_label(self) -> str:
-        name = self.suite.ar().identity().name
-        if self.opts.ar_max_refs is not None:
-            name += f", best of first {self.opts.ar_max_refs} refs"
-        return name
+        return refs_label(self.suite.ar().identity().name, self.opts)
 
     def label(self, metric: str) -> str:
         what = metric.split(":", 1)[1]
