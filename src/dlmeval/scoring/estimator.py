@@ -304,7 +304,11 @@ class DiffScorer:
                     if not token_scores or any(k.startswith("token_logprob") for k in r):
                         results[j] = r
         todo = [j for j in range(len(uitems)) if j not in results]
-        par = getattr(run, "par", None)
+        par = None
+        if run is not None:  # the rule of every work loop (a plain run inside a distributed job is refused)
+            from dlmeval.parallel import run_context
+
+            par = run_context(run)
         if par is not None and par.distributed:
             # data parallel: this rank scores its share of the pending items; after the sync every rank holds
             # every item's result (the same values a single process computes: masks are seeded per item)
