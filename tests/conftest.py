@@ -35,3 +35,17 @@ def write_tiny_encoder(d) -> str:
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory):
     return write_tiny_encoder(tmp_path_factory.mktemp("tiny-encoder"))
+
+
+@pytest.fixture(scope="module")
+def peaky():
+    """A tiny LLaDA-like model (left padding) with a sharpened head, so log-probs vary strongly with the context
+    (one per test module: tests may not share a model whose weights another module could change)."""
+    import torch
+
+    from dlmeval.models import tiny_model
+
+    m = tiny_model("llada", seed=1)
+    with torch.no_grad():
+        m.module.get_output_embeddings().weight.mul_(25.0)
+    return m

@@ -26,15 +26,6 @@ CAND = "the cat sat on"  # L = 4 candidate tokens on the tiny LLaDA tokenizer: 1
 
 
 @pytest.fixture(scope="module")
-def peaky():
-    """Tiny LLaDA-like model with a sharpened head (log-probs vary strongly with the context)."""
-    m = tiny_model("llada", seed=1)
-    with torch.no_grad():
-        m.module.get_output_embeddings().weight.mul_(25.0)
-    return m
-
-
-@pytest.fixture(scope="module")
 def plain():
     return tiny_model("llada", seed=1)
 

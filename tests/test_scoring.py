@@ -38,15 +38,6 @@ SRCS = [
 
 
 @pytest.fixture(scope="module")
-def peaky():
-    """A tiny LLaDA-like model (left padding) with a sharpened head, so log-probs vary with context."""
-    m = tiny_model("llada", seed=1)
-    with torch.no_grad():
-        m.module.get_output_embeddings().weight.mul_(25.0)
-    return m
-
-
-@pytest.fixture(scope="module")
 def bert():
     return tiny_model("bert")
 
