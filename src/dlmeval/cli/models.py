@@ -15,20 +15,39 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from dlmeval.models.registry import REGISTRY
+    from dlmeval.models.family import FAMILIES
+    from dlmeval.models.registry import model_entries
 
     rows = []
-    for e in REGISTRY.values():
+    for e in model_entries():
         ok, where = e.available()
         rows.append(
-            {"spec": e.spec, "kind": e.kind, "available": ok, "where": where, "description": e.description}
+            {
+                "spec": e.spec,
+                "kind": e.kind,
+                "family": e.family,
+                "available": ok,
+                "where": where,
+                "description": e.description,
+                "facts": FAMILIES.get(e.family).facts(),
+            }
         )
-    lines = [f"{'spec':<12} {'kind':<10} {'ok':<3} description"]
+    lines = [f"{'spec':<16} {'kind':<10} {'ok':<3} description"]
     for r in rows:
         lines.append(
-            f"{r['spec']:<12} {r['kind']:<10} {'yes' if r['available'] else 'no':<3} {r['description']}"
+            f"{r['spec']:<16} {r['kind']:<10} {'yes' if r['available'] else 'no':<3} {r['description']}"
         )
-        lines.append(f"{'':<27}-> {r['where']}")
+        lines.append(f"{'':<31}-> {r['where']}")
+    lines.append("")
+    lines.append(f"{'family':<12} {'attention':<14} {'shift':<5} {'schedule':<8} native samplers / releases")
+    for fam in FAMILIES.values():
+        if fam.kind != "diffusion":
+            continue
+        native = ", ".join(f"{k}->{v}" for k, v in fam.native_samplers.items()) or "-"
+        lines.append(
+            f"{fam.name:<12} {fam.attention:<14} {fam.logit_shift:<5} {fam.native_schedule:<8} {native}"
+            + (f"; {', '.join(fam.hub_ids)}" if fam.hub_ids else "")
+        )
     from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
 
     version, ok = transformers_status()

@@ -2,7 +2,8 @@
 
 from dlmeval.models.base import DiffusionLM, ForwardOut, ModelIdentity, PositionScores, length_sorted_batches
 from dlmeval.models.causal import CausalLM
-from dlmeval.models.registry import REGISTRY, load_causal_lm, load_diffusion
+from dlmeval.models.family import FAMILIES, Family
+from dlmeval.models.registry import load_causal_lm, load_diffusion
 from dlmeval.models.tiny import tiny_model
 
 __all__ = [
@@ -11,7 +12,8 @@ __all__ = [
     "ForwardOut",
     "ModelIdentity",
     "PositionScores",
-    "REGISTRY",
+    "FAMILIES",
+    "Family",
     "length_sorted_batches",
     "load_causal_lm",
     "load_diffusion",

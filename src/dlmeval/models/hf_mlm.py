@@ -7,6 +7,7 @@ from torch import nn
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.family import Family, LoadOptions, register_family
 
 # (trunk attribute, head attributes applied in order) for the architectures whose head we can split off, so the
 # memory-lean path projects only requested positions. Anything else falls back to full logits and a gather.
@@ -62,3 +63,79 @@ class HFMaskedLM(DiffusionLM):
         for m in self._head_mods:
             hidden = m(hidden)
         return hidden
+
+
+def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
+    """``hf:PATH``: ``AutoModelForMaskedLM`` + ``AutoTokenizer`` from a local directory (a hub id only with
+    ``allow_download``); a causal LM directory is refused with the spec to use."""
+    from pathlib import Path
+
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+    from dlmeval.errors import ModelNotFoundError
+    from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
+
+    if not path:
+        raise InputError("hf: needs a path, e.g. hf:./my-bert")
+    if not Path(path).exists() and not opts.allow_download:
+        raise ModelNotFoundError(
+            f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
+        )
+    kw = {"local_files_only": not opts.allow_download, "trust_remote_code": opts.trust_remote_code}
+    try:
+        cfg = AutoConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError) as e:
+        raise ModelNotFoundError(f"cannot read a model config from {path!r}: {e}") from None
+    archs = " ".join(cfg.architectures or [])
+    if "CausalLM" in archs:
+        raise InputError(
+            f"{path} is a causal LM ({archs}); use causal:{path}, or llada:/dream: for those families"
+        )
+    dev = resolve_device(opts.device)
+    dt = resolve_dtype(opts.dtype, dev)
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    module = place(
+        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(opts.device)),
+        dev,
+        opts.device,
+    )
+    return HFMaskedLM(
+        module,
+        tok,
+        name=Path(path).name,
+        source=str(path),
+        max_length=int(getattr(cfg, "max_position_embeddings", 512)),
+        device=dev,
+        dtype=dt,
+    )
+
+
+def _standin(opts: LoadOptions) -> HFMaskedLM:
+    from dlmeval.models.tiny import tiny_model
+
+    return tiny_model("bert", seed=opts.seed, device=opts.device or "cpu")
+
+
+FAMILY = register_family(
+    Family(
+        name="hf",
+        aliases=("hf-mlm",),  # the adapter's identity label
+        kind="diffusion",
+        prefix="hf",
+        description="any Hugging Face masked LM (AutoModelForMaskedLM)",
+        adapter=HFMaskedLM,
+        load=load_hf_mlm,
+        standin="tiny-bert",
+        load_standin=_standin,
+        standin_description="random 2-layer BERT MLM over a 120-word vocabulary (tests)",
+        mask_sources=("tokenizer",),
+        bos="tokenizer",
+        padding_side="right",
+        tokenizer_quirks=("[CLS] ... [SEP] wrapping; [SEP] is the EOS",),
+        chat_template="optional",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        module=__name__,
+    )
+)

@@ -9,12 +9,18 @@ Quirks kept here (docs/models.md lists where each is tested):
 * EOS ``<|endoftext|>`` (126081) from the tokenizer / generation config and EoT ``<|eot_id|>`` (126348) from the
   chat template; the constants only as a warned fallback;
 * left padding with EOS as the pad id; a vocabulary padded past the tokenizer (masked in the base class);
-* the Instruct chat template starts with BOS and the tokenizer adds one: the base class keeps one.
+* the Instruct chat template starts with BOS and the tokenizer adds one: the base class keeps one;
+* LLaDA-1.5 (``GSAI-ML/LLaDA-1.5``, VRPO-aligned LLaDA-8B-Instruct) is the same architecture and files: a row of
+  this family, not a family of its own.
+
+The family's facts are its registration at the end of this module (:mod:`dlmeval.models.family`).
 """
 
 from __future__ import annotations
 
 from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.remote import remote_loader
 
 LLADA_MASK_ID = 126336
 LLADA_EOS_ID = 126081
@@ -23,10 +29,6 @@ LLADA_EOT_ID = 126348
 
 class LLaDALM(DiffusionLM):
     family = "llada"
-
-    def __init__(self, module, tokenizer, **kw):
-        kw.setdefault("padding_side", "left")
-        super().__init__(module, tokenizer, **kw)
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
         kw = {"attention_mask": attention_mask, "output_hidden_states": output_hidden_states}
@@ -38,35 +40,64 @@ class LLaDALM(DiffusionLM):
         return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
 
 
-def load_llada(
-    path: str,
-    *,
-    device=None,
-    dtype=None,
-    trust_remote_code: bool = False,
-    allow_download: bool = False,
-    mask_token_id: int | None = None,
-    eos_token_ids=None,
-    name: str | None = None,
-    random_init: int | None = None,
-) -> LLaDALM:
+def load_llada(path: str, **kw) -> LLaDALM:
+    """Load a LLaDA checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
     from dlmeval.models.remote import load_remote_family
 
-    return load_remote_family(
-        LLaDALM,
-        path,
-        label="LLaDA",
+    return load_remote_family(FAMILY, path, **kw)
+
+
+def _standin(opts: LoadOptions):
+    from dlmeval.models.tiny import tiny_model
+
+    return tiny_model("llada", seed=opts.seed, device=opts.device or "cpu")
+
+
+FAMILY = register_family(
+    Family(
+        name="llada",
+        kind="diffusion",
+        prefix="llada",
+        description="LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code",
+        adapter=LLaDALM,
+        load=remote_loader("llada"),
+        standin="tiny-llada",
+        load_standin=_standin,
+        standin_description="LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own "
+        "LLaDA-interface code (tests)",
+        remote_code=True,
         model_type="llada",
         max_length_key="max_sequence_length",
-        default_mask=LLADA_MASK_ID,
-        default_eos=(LLADA_EOS_ID, LLADA_EOT_ID),
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        allow_download=allow_download,
-        mask_token_id=mask_token_id,
-        eos_token_ids=eos_token_ids,
-        name=name,
-        random_init=random_init,
+        mask_sources=("config", "generation config", "tokenizer"),
+        default_mask_id=LLADA_MASK_ID,
+        default_eos_ids=(LLADA_EOS_ID, LLADA_EOT_ID),
+        bos="tokenizer",
         padding_side="left",
+        tokenizer_quirks=(
+            "fast tokenizer adds BOS; a chat template that starts with BOS is kept to one",
+            "<|mdm_mask|> has no mask role in the tokenizer: the id comes from config.json",
+            "model vocabulary padded past the tokenizer (126,464 rows, 126,349 tokens)",
+        ),
+        chat_template="optional",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        # generate.py: remasking='low_confidence' is dlmeval's `none` (unmask by confidence, never re-mask);
+        # remasking='random' is a random unmasking order, dlmeval's `origin` under the linear schedule
+        native_samplers={"low_confidence": "none", "random": "origin"},
+        # generate.py's defaults as its README calls it (chat.py / eval_llada.py): gen_length 128, steps 128,
+        # block_length 32, temperature 0, cfg_scale 0, remasking low_confidence
+        generation={
+            "strategy": "none",
+            "length": 128,
+            "steps": 128,
+            "block_length": 32,
+            "temperature": 0.0,
+            "schedule": "linear",
+        },
+        # the sampler row skips: the checkpoint ships no sampler (generate.py lives in the GitHub repository)
+        checks=CHECK_ROWS,
+        hub_ids=("GSAI-ML/LLaDA-8B-Base", "GSAI-ML/LLaDA-8B-Instruct", "GSAI-ML/LLaDA-1.5"),
+        module=__name__,
     )
+)

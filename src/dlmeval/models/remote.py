@@ -1,14 +1,18 @@
-"""Loading a checkpoint whose model code ships with its weights (``auto_map``: LLaDA, Dream): the one path both
-families take, so a fix to it (dtype keyword, special ids, the version warning) lands in both."""
+"""Loading a checkpoint whose model code ships with its weights (``auto_map``: LLaDA, Dream, ...): the one path
+every remote-code family takes, reading the family's facts from its :class:`~dlmeval.models.family.Family`, so a
+fix to it (dtype keyword, special ids, the version warning) lands in all of them."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
+from dlmeval.models.family import Family, LoadOptions
 
 
 def version_note(family: str) -> list[str]:
@@ -45,15 +49,20 @@ def _random_module(auto, cfg, dtype, dev, seed: int):
     return module.eval()
 
 
+def _file_config(path: str, kw: dict) -> SimpleNamespace:
+    """The ids ``config.json`` itself names. A config *class* fills what the file leaves out with its defaults
+    (LLaDA's ``mask_token_id`` 50256, Dream's 151666), so the loaded object cannot tell a named id from a default;
+    the raw file can."""
+    from transformers import PretrainedConfig
+
+    raw, _ = PretrainedConfig.get_config_dict(path, **kw)
+    return SimpleNamespace(**{k: raw[k] for k in ("mask_token_id", "eos_token_id") if k in raw})
+
+
 def load_remote_family(
-    cls: type,
+    family: Family,
     path: str,
     *,
-    label: str,
-    model_type: str,
-    max_length_key: str,
-    default_mask: int,
-    default_eos: tuple[int, ...],
     device=None,
     dtype=None,
     trust_remote_code: bool = False,
@@ -61,18 +70,19 @@ def load_remote_family(
     mask_token_id: int | None = None,
     eos_token_ids=None,
     name: str | None = None,
-    padding_side: str | None = None,
     random_init: int | None = None,
 ) -> Any:
-    """Load ``path`` through ``AutoModel`` + ``trust_remote_code`` as the family class ``cls`` (``label`` in
-    messages, ``model_type`` what its config must name): special ids from the tokenizer, configs and chat template
-    (:func:`dlmeval.models.tokens.special_ids_from_files`, the family defaults only as a warned fallback).
-    ``random_init=SEED`` builds the architecture of ``path``'s config with seeded random weights instead of
-    loading any (a directory with a config, code and tokenizer but no weights suffices)."""
+    """Load ``path`` through ``AutoModel`` + ``trust_remote_code`` as ``family`` (its adapter class, the
+    ``model_type`` its config must name, where its window length is read): special ids from the tokenizer, the
+    config *file* and the chat template (:func:`dlmeval.models.tokens.special_ids_from_files`, the family's
+    documented fallbacks only with a warning). ``random_init=SEED`` builds the architecture of ``path``'s config
+    with seeded random weights instead of loading any (a directory with a config, code and tokenizer but no
+    weights suffices)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from dlmeval.models.tokens import special_ids_from_files
 
+    label = family.name
     if not Path(path).exists() and not allow_download:
         raise ModelNotFoundError(
             f"{label} model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs "
@@ -87,35 +97,35 @@ def load_remote_family(
     dt = resolve_dtype(dtype, dev)
     kw = {"trust_remote_code": True, "local_files_only": not allow_download}
     cfg = AutoConfig.from_pretrained(path, **kw)
-    if model_type not in (getattr(cfg, "model_type", "") or "").lower():
+    if family.model_type and family.model_type not in (getattr(cfg, "model_type", "") or "").lower():
         raise InputError(
-            f"{path} is a {cfg.model_type!r} model, not {label}; use the matching spec (hf:, llada:, dream:, ...)"
+            f"{path} is a {cfg.model_type!r} model, not {label}; use the matching spec (see `dlmeval models`)"
         )
     tok = AutoTokenizer.from_pretrained(path, **kw)
-    if padding_side is not None:
-        tok.padding_side = padding_side
+    tok.padding_side = family.padding_side
     if random_init is None:
         module = place(AutoModel.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device)
     else:
         module = _random_module(AutoModel, cfg, dt, dev, int(random_init))
     mid, eos, notes = special_ids_from_files(
         tok,
-        cfg,
+        _file_config(path, {"local_files_only": not allow_download}),
         generation_config(path, {"local_files_only": not allow_download}),
-        family=model_type,
+        family=label,
         mask_override=mask_token_id,
         eos_override=eos_token_ids,
-        default_mask=default_mask,
-        default_eos=default_eos,
+        default_mask=family.default_mask_id,
+        default_eos=family.default_eos_ids,
+        sources=family.mask_sources,
     )
     pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
-    m = cls(
+    m = family.adapter(
         module,
         tok,
         name=name or Path(path).name,
         source=str(path),
         mask_token_id=mid,
-        max_length=int(getattr(cfg, max_length_key, 4096)),
+        max_length=int(getattr(cfg, family.max_length_key, 4096)),
         device=dev,
         dtype=dt,
         eos_token_ids=eos,
@@ -123,5 +133,23 @@ def load_remote_family(
         pad_token_id=pad if pad is not None else eos[0],
         chat_template=bool(getattr(tok, "chat_template", None)),
     )
-    m.load_warnings = notes + version_note(model_type)
+    m.load_warnings = notes + version_note(label)
     return m
+
+
+def remote_loader(family_name: str) -> Callable[[str, LoadOptions], Any]:
+    """``Family.load`` for a remote-code family: :func:`load_remote_family` with the options."""
+
+    def load(path: str, opts: LoadOptions) -> Any:
+        from dlmeval.models.family import FAMILIES
+
+        return load_remote_family(
+            FAMILIES.get(family_name),
+            path,
+            device=opts.device,
+            dtype=opts.dtype,
+            trust_remote_code=opts.trust_remote_code,
+            allow_download=opts.allow_download,
+        )
+
+    return load

@@ -67,8 +67,11 @@ def special_ids_from_files(
     eos_override: Sequence[int] | None = None,
     default_mask: int | None = None,
     default_eos: Sequence[int] = (),
+    sources: Sequence[str] = ("config", "generation config", "tokenizer"),
 ) -> tuple[int, tuple[int, ...], list[str]]:
-    """``(mask_id, eos_ids, warnings)`` from the checkpoint's files; see the module doc."""
+    """``(mask_id, eos_ids, warnings)`` from the checkpoint's files; see the module doc. ``sources``: where a
+    mask id is looked for, first found first (``config`` should be the config *file*'s values, not a config
+    class that fills in its own defaults)."""
     notes: list[str] = []
     n_tok = len(tokenizer) if hasattr(tokenizer, "__len__") else None
 
@@ -76,11 +79,8 @@ def special_ids_from_files(
     tok_mask = getattr(tokenizer, "mask_token_id", None)
     cfg_mask = getattr(config, "mask_token_id", None)
     gen_mask = getattr(generation_config, "mask_token_id", None) if generation_config is not None else None
-    named = [
-        (w, v)
-        for w, v in (("config", cfg_mask), ("generation config", gen_mask), ("tokenizer", tok_mask))
-        if isinstance(v, int)
-    ]
+    found = {"config": cfg_mask, "generation config": gen_mask, "tokenizer": tok_mask}
+    named = [(w, found[w]) for w in sources if isinstance(found.get(w), int)]
     if mask_override is not None:
         mask = int(mask_override)
     elif named:
@@ -94,7 +94,8 @@ def special_ids_from_files(
     elif default_mask is not None:
         mask = int(default_mask)
         notes.append(
-            f"{family}: neither the tokenizer nor the config names a mask token; using the family default {mask}"
+            f"{family}: neither the tokenizer nor the config file names a mask token; using the family's "
+            f"documented fallback mask id {mask} (check it, or pass the mask id explicitly)"
         )
     else:
         raise ValueError(f"{family}: no mask token id in the tokenizer or the config, and no default")

@@ -1,0 +1,297 @@
+"""The model-family registry: one :class:`Family` of facts per family, registered once by the family's own module.
+
+Everything that needs to know a family reads it here: the spec parser and loaders (:mod:`dlmeval.models.registry`),
+``dlmeval models``, ``dlmeval check-model`` (which rows apply, the attention kind and shift to expect), the sampler
+(the family's own schedule) and ``care --plan`` (NFE from the model's real schedule). A family is
+
+* one module in ``dlmeval/models/`` (its adapter class and loader), ending in one ``FAMILIES.add(...)`` call;
+* one entry of :data:`FAMILY_MODULES` so that the registry imports it.
+
+Spec forms: a family with ``prefix="llada"`` reads ``llada:PATH``; a family with ``prefix=None`` is one model
+named ``name`` (``default``); ``standin="tiny-llada"`` names the family's tiny stand-in (tests).
+
+>>> from dlmeval.models.family import family_for_spec
+>>> fam, path, standin = family_for_spec("dream:/models/Dream-v0-Base-7B")
+>>> fam.name, fam.logit_shift, fam.native_schedule, path
+('dream', 1, 'dream', '/models/Dream-v0-Base-7B')
+
+This module imports nothing heavy (no torch): the facts are plain data, loaders are called, not imported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from dlmeval.errors import InputError
+from dlmeval.registry import Registry
+
+#: the modules that register the built-in families (imported on first use of :data:`FAMILIES`); a new family
+#: module adds its dotted name here
+FAMILY_MODULES: tuple[str, ...] = (
+    "dlmeval.models.default",
+    "dlmeval.models.hf_mlm",
+    "dlmeval.models.llada",
+    "dlmeval.models.dream",
+    "dlmeval.models.causal_loading",
+)
+
+KINDS = ("diffusion", "causal")
+#: how a family's network attends: every position sees every position; causal over finished blocks and
+#: bidirectional inside the current one (block diffusion, BD3LM); or left-to-right (AR)
+ATTENTION_KINDS = ("bidirectional", "block-causal", "causal")
+#: where the first token's predicting position comes from: the tokenizer's own special tokens, a BOS the adapter
+#: prepends (Dream, for a shifted head), or none
+BOS_RULES = ("tokenizer", "prepend", "none")
+#: where a mask id may come from, in the order the loader tries them (the first found wins; a disagreement warns)
+MASK_SOURCES = ("config", "generation config", "tokenizer")
+CHAT_TEMPLATE_USE = ("none", "optional", "required")
+
+#: the check-model rows (:mod:`dlmeval.models.checks`); a family lists those that apply to it
+CHECK_ROWS = (
+    "mask id",
+    "eos ids",
+    "pad id",
+    "alignment",
+    "attention",
+    "vocab padding",
+    "batch",
+    "padding",
+    "gradient",
+    "sampler",
+)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What every loader takes besides the path (one object instead of forwarded keywords)."""
+
+    device: str | None = None
+    dtype: Any = None
+    trust_remote_code: bool = False
+    allow_download: bool = False
+    seed: int = 0
+
+
+def _frozen(m: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """Facts of one model family. Only ``name``, ``kind``, ``description`` and ``load`` are required.
+
+    ``load(path, options)`` returns the model (a :class:`~dlmeval.models.base.DiffusionLM` or
+    :class:`~dlmeval.models.causal.CausalLM`); ``load_standin(options)`` the tiny stand-in. ``native_samplers``
+    maps the family's own sampler names (Dream's ``alg`` values, LLaDA's ``remasking`` values) to the dlmeval
+    strategy that reproduces each (:mod:`dlmeval.sampling.strategies`); ``generation`` holds the generation
+    settings the family's own sampler uses when called as its model card calls it (what dlmeval reproduces:
+    docs/models.md). ``aliases`` are other names of the family (the adapter's identity label, ``hf-mlm``)."""
+
+    name: str
+    kind: str
+    description: str
+    load: Callable[[str, LoadOptions], Any]
+    prefix: str | None = None
+    aliases: tuple[str, ...] = ()
+    standin: str | None = None
+    load_standin: Callable[[LoadOptions], Any] | None = None
+    standin_description: str = ""
+    available: Callable[[], tuple[bool, str]] | None = None
+    adapter: type | None = None  # the DiffusionLM / CausalLM subclass the loader builds
+    # ---- checkpoint facts
+    remote_code: bool = False
+    model_type: str | None = None  # what a checkpoint config's model_type must contain (remote-code families)
+    max_length_key: str = "max_position_embeddings"
+    mask_sources: tuple[str, ...] = MASK_SOURCES
+    default_mask_id: int | None = None  # the documented fallback, used with a warning
+    default_eos_ids: tuple[int, ...] = ()
+    bos: str = "tokenizer"
+    padding_side: str = "right"
+    tokenizer_quirks: tuple[str, ...] = ()
+    chat_template: str = "optional"
+    # ---- network facts
+    logit_shift: int = 0
+    attention: str = "bidirectional"
+    # ---- sampling facts
+    native_schedule: str = "linear"
+    native_samplers: Mapping[str, str] = field(default_factory=dict)
+    generation: Mapping[str, Any] = field(default_factory=dict)
+    # ---- checks and releases
+    checks: tuple[str, ...] = CHECK_ROWS
+    hub_ids: tuple[str, ...] = ()
+    module: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "native_samplers", _frozen(self.native_samplers))
+        object.__setattr__(self, "generation", _frozen(self.generation))
+        for what, value, allowed in (
+            ("kind", self.kind, KINDS),
+            ("attention", self.attention, ATTENTION_KINDS),
+            ("bos", self.bos, BOS_RULES),
+            ("chat_template", self.chat_template, CHAT_TEMPLATE_USE),
+            ("padding_side", self.padding_side, ("left", "right")),
+        ):
+            if value not in allowed:
+                raise ValueError(f"family {self.name!r}: {what} {value!r} is not one of {allowed}")
+        unknown = set(self.mask_sources) - set(MASK_SOURCES)
+        if unknown:
+            raise ValueError(f"family {self.name!r}: unknown mask sources {sorted(unknown)}")
+        unknown = set(self.checks) - set(CHECK_ROWS)
+        if unknown:
+            raise ValueError(f"family {self.name!r}: unknown check rows {sorted(unknown)}; see CHECK_ROWS")
+        if self.logit_shift not in (0, 1):
+            raise ValueError(f"family {self.name!r}: logit_shift must be 0 or 1")
+        if self.standin and self.load_standin is None:
+            raise ValueError(f"family {self.name!r} names a stand-in {self.standin!r} but no load_standin")
+        if self.kind == "diffusion" and self.native_schedule not in ("linear", "dream"):
+            raise ValueError(f"family {self.name!r}: unknown native_schedule {self.native_schedule!r}")
+
+    @property
+    def spec(self) -> str:
+        """The spec form: ``prefix:PATH`` or the bare name."""
+        return f"{self.prefix}:PATH" if self.prefix else self.name
+
+    def applies(self, check: str) -> bool:
+        return check in self.checks
+
+    def strategy_for(self, native: str) -> str:
+        """The dlmeval strategy that reproduces the family's own sampler ``native``."""
+        if native not in self.native_samplers:
+            raise InputError(
+                f"{self.name} has no native sampler {native!r}; it has {', '.join(self.native_samplers) or 'none'}"
+            )
+        return self.native_samplers[native]
+
+    def facts(self) -> dict[str, Any]:
+        """The family's facts as plain data (``dlmeval models --json``, docs)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "spec": self.spec,
+            "standin": self.standin,
+            "remote_code": self.remote_code,
+            "mask_sources": list(self.mask_sources),
+            "default_mask_id": self.default_mask_id,
+            "default_eos_ids": list(self.default_eos_ids),
+            "bos": self.bos,
+            "padding_side": self.padding_side,
+            "logit_shift": self.logit_shift,
+            "attention": self.attention,
+            "native_schedule": self.native_schedule,
+            "native_samplers": dict(self.native_samplers),
+            "generation": dict(self.generation),
+            "tokenizer_quirks": list(self.tokenizer_quirks),
+            "chat_template": self.chat_template,
+            "checks": list(self.checks),
+            "hub_ids": list(self.hub_ids),
+        }
+
+
+def _check_unique_forms(name: str, fam: Family) -> None:
+    """A spec prefix, bare name or stand-in name may belong to one family only."""
+    mine = {f for f in (fam.prefix, fam.standin) if f}
+    if fam.prefix is None:
+        mine.add(fam.name)
+    for other in _REGISTRY.values():
+        theirs = {f for f in (other.prefix, other.standin) if f}
+        if other.prefix is None:
+            theirs.add(other.name)
+        clash = mine & theirs
+        if clash:
+            raise ValueError(f"family {name!r}: spec form {sorted(clash)[0]!r} is taken by {other.name!r}")
+
+
+_REGISTRY: Registry[Family] = Registry("model family", on_add=_check_unique_forms)
+_loaded = False
+
+
+class _Families:
+    """:data:`FAMILIES`: the registry, with the built-in family modules imported on first read."""
+
+    def _ensure(self) -> Registry[Family]:
+        global _loaded
+        if not _loaded:
+            _loaded = True
+            for mod in FAMILY_MODULES:
+                importlib.import_module(mod)
+        return _REGISTRY
+
+    def add(self, name: str, fam: Family, *, aliases: tuple[str, ...] = ()) -> Family:
+        if fam.name != name:
+            raise ValueError(f"family registered as {name!r} is named {fam.name!r}")
+        return _REGISTRY.add(name, fam, aliases=tuple(aliases) + tuple(fam.aliases))
+
+    def __getattr__(self, item):
+        return getattr(self._ensure(), item)
+
+    def __contains__(self, name) -> bool:
+        return name in self._ensure()
+
+    def __iter__(self):
+        return iter(self._ensure())
+
+    def __len__(self) -> int:
+        return len(self._ensure())
+
+    def __getitem__(self, name: str) -> Family:
+        return self._ensure()[name]
+
+    def __repr__(self) -> str:
+        return repr(self._ensure())
+
+
+#: every model family; ``FAMILIES.get("dream")``, ``FAMILIES.values()``. Registration: ``FAMILIES.add(name, Family)``
+FAMILIES = _Families()
+
+
+def register_family(fam: Family) -> Family:
+    """Register ``fam`` under its name (and aliases); the one call a family module ends with."""
+    return FAMILIES.add(fam.name, fam)
+
+
+def family_of(model: Any) -> Family | None:
+    """The registered family of a loaded model (by its ``family`` label), or None for an unregistered adapter."""
+    label = getattr(model, "family", None)
+    return FAMILIES.get(label) if isinstance(label, str) and label in FAMILIES else None
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("empty model spec; see `dlmeval models`")
+    if ":" in spec and not Path(spec).exists():
+        head, _, rest = spec.partition(":")
+        return head, rest
+    return spec, ""
+
+
+def family_for_spec(spec: str) -> tuple[Family, str, bool]:
+    """``(family, path, is_standin)`` of a spec string; an unknown form raises :class:`InputError` listing the
+    forms."""
+    head, path = split_spec(spec)
+    fams = FAMILIES.values()
+    for fam in fams:
+        if path == "" and fam.standin and head.lower() == fam.standin.lower():
+            return fam, "", True
+        if path == "" and fam.prefix is None and head.lower() == fam.name.lower():
+            return fam, "", False
+    if head != spec or ":" in spec:
+        for fam in fams:
+            if fam.prefix and head.lower() == fam.prefix.lower():
+                return fam, path, False
+    standins = [f.standin for f in fams if f.standin]
+    if head.startswith("tiny-"):
+        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(standins)}")
+    raise InputError(
+        f"unknown model spec {spec!r}; the forms are {', '.join(f.spec for f in fams)} and the stand-ins "
+        f"{', '.join(standins)} (see `dlmeval models`)"
+    )
+
+
+def families(kind: str | None = None) -> list[Family]:
+    """The registered families (of one ``kind``), in registration order."""
+    return [f for f in FAMILIES.values() if kind is None or f.kind == kind]
