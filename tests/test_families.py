@@ -258,3 +258,56 @@ def test_care_max_tokens_caps_the_rows_per_pass():
     assert wide.generation.batch_size == base.batch_size
     with pytest.raises(InputError, match="max-tokens"):
         _spec_with_overrides(build_parser().parse_args(["care", "care-tiny", "--max-tokens", "0"]))
+
+
+# ------------------------------------------------------------------------------------------------ mask ids (#21)
+def _without(kind: str, tmp_path, key: str):
+    d = tmp_path / f"no-{key}-{kind}"
+    shutil.copytree(standin_checkpoint(kind), d)
+    cfg = json.loads((d / "config.json").read_text())
+    del cfg[key]
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_llada_config_without_mask_id_gets_the_warned_fallback_not_the_config_class_default(tmp_path):
+    """LLaDA's config class fills a missing mask_token_id with 50256 (a word id); the loader reads the file."""
+    from transformers import AutoConfig
+
+    d = _without("llada", tmp_path, "mask_token_id")
+    assert AutoConfig.from_pretrained(d, trust_remote_code=True).mask_token_id == 50256  # the trap
+    with pytest.warns(UserWarning, match="documented fallback mask id 126336"):
+        m = load_diffusion(f"llada:{d}", trust_remote_code=True)
+    assert m.mask_token_id == 126336 and any("fallback mask id" in w for w in m.load_warnings)
+    row = check_mask(m)  # the stand-in's tokenizer has no id 126336: check-model says so
+    assert row.passed is False and "outside the tokenizer" in row.detail
+
+
+def test_dream_config_without_mask_id_takes_the_tokenizers_mask_token(tmp_path):
+    from transformers import AutoConfig
+
+    d = _without("dream", tmp_path, "mask_token_id")
+    assert AutoConfig.from_pretrained(d, trust_remote_code=True).mask_token_id == 151666  # the trap
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the tokenizer names it: nothing to warn about
+        m = load_diffusion(f"dream:{d}", trust_remote_code=True)
+    assert m.mask_token_id == m.tokenizer.mask_token_id == m.tokenizer.convert_tokens_to_ids("<|mask|>")
+    assert check_mask(m).passed
+
+
+def test_dream_standin_has_qkv_biases_like_the_released_dream(dream):
+    names = dict(dream.module.named_parameters())
+    layer = "model.layers.0."
+    for p in ("q_proj", "k_proj", "v_proj"):
+        b = names[f"{layer}{p}.bias"]
+        assert b.abs().sum() > 0  # trained, non-zero: dropping them changes the logits
+    assert f"{layer}o_proj.bias" not in names
+    ids, attn = dream.pad([dream.encode(TEXTS[0])])
+    ref = dream.logits(ids, attn)
+    with torch.no_grad():
+        saved = names[f"{layer}q_proj.bias"].clone()
+        names[f"{layer}q_proj.bias"].zero_()
+        try:
+            assert (dream.logits(ids, attn) - ref).abs().max() > 1e-3
+        finally:
+            names[f"{layer}q_proj.bias"].copy_(saved)

@@ -17,7 +17,7 @@ class TinyDreamConfig(PretrainedConfig):
         max_position_embeddings=128,
         rope_theta=1000000.0,
         rms_norm_eps=1e-6,
-        mask_token_id=None,
+        mask_token_id=151666,  # DreamConfig's default, whatever the tokenizer's mask token is
         tie_word_embeddings=False,
         **kwargs,
     ):

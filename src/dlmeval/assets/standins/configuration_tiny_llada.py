@@ -1,5 +1,6 @@
 """Configuration of dlmeval's tiny LLaDA stand-in: LLaDA's config field names (d_model, n_heads, n_layers,
-mlp_hidden_size, embedding_size, max_sequence_length, mask_token_id), model_type ``llada``."""
+mlp_hidden_size, embedding_size, max_sequence_length, mask_token_id), model_type ``llada``. Like LLaDA's config class it fills a missing ``mask_token_id`` with
+50256 (GPT-2's EOS), so a loader that trusted the config object would silently use a word as the mask."""
 
 from transformers import PretrainedConfig
 
@@ -19,7 +20,7 @@ class TinyLLaDAConfig(PretrainedConfig):
         max_sequence_length=128,
         rope_theta=500000.0,
         rms_norm_eps=1e-5,
-        mask_token_id=None,
+        mask_token_id=50256,  # the default of LLaDA's ModelConfig: what a config.json without the field gets
         use_cache=False,
         tie_word_embeddings=False,
         **kwargs,

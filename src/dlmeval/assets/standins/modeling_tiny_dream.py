@@ -35,10 +35,25 @@ class TinyDreamBase(nn.Module):
                 config.intermediate_size,
                 config.rms_norm_eps,
                 config.rope_theta,
+                qkv_bias=True,  # Qwen2's attention, kept by Dream: q/k/v biases, none on o_proj
             )
             for _ in range(config.num_hidden_layers)
         )
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+
+#: DreamGenerationConfig's own defaults (the settings diffusion_generate reads)
+_DREAM_DEFAULTS = {
+    "temperature": 0.0,
+    "top_p": None,
+    "top_k": None,
+    "max_new_tokens": None,
+    "eps": 1e-3,
+    "steps": 512,
+    "alg": "origin",
+    "alg_temp": None,
+    "mask_token_id": None,
+}
 
 
 def _choose(logits, temperature, top_p, top_k, kind):
@@ -83,6 +98,8 @@ class TinyDreamModel(PreTrainedModel):
     def _init_weights(self, module):
         if isinstance(module, (nn.Linear, nn.Embedding)):
             module.weight.data.normal_(0.0, 0.05)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            module.bias.data.normal_(0.0, 0.05)  # non-zero, so a loader or adapter that drops them is caught
 
     def get_input_embeddings(self):
         return self.model.embed_tokens
@@ -132,37 +149,33 @@ class TinyDreamModel(PreTrainedModel):
         return MaskedLMOutput(logits=logits, hidden_states=tuple(hidden) if output_hidden_states else None)
 
     @torch.no_grad()
-    def diffusion_generate(
-        self,
-        inputs,
-        attention_mask=None,
-        max_new_tokens=None,
-        steps=None,
-        alg=None,
-        temperature=None,
-        top_p=None,
-        top_k=None,
-        alg_temp=None,
-        eps=None,
-        return_dict_in_generate=False,
-        **unused,
-    ):
-        gc = self.generation_config
-
-        def pick(value, name, default):
-            return value if value is not None else getattr(gc, name, None) or default
-
-        steps, alg, eps = pick(steps, "steps", 512), pick(alg, "alg", "origin"), pick(eps, "eps", 1e-3)
-        temperature, max_new = (
-            pick(temperature, "temperature", 0.0),
-            pick(max_new_tokens, "max_new_tokens", 16),
+    def diffusion_generate(self, inputs, generation_config=None, **kwargs):
+        """Dream's calling convention: without ``generation_config`` the settings start from the *model* config
+        (``from_model_config``: a ``PretrainedConfig`` carries the legacy defaults temperature 1.0, top_p 1.0 and
+        top_k 50) over Dream's own defaults; then every keyword passed overrides, an explicit None included. So a
+        call with plain keywords inherits top_k=50 unless it passes ``top_k=None``, as the released code does."""
+        attention_mask = kwargs.pop("attention_mask", None)
+        return_dict_in_generate = kwargs.pop("return_dict_in_generate", False)
+        settings = dict(_DREAM_DEFAULTS)
+        if generation_config is None:
+            model_cfg = {k: v for k, v in self.config.to_dict().items() if v is not None}
+            settings.update({k: model_cfg[k] for k in _DREAM_DEFAULTS if k in model_cfg})
+        else:
+            settings.update(
+                {k: getattr(generation_config, k) for k in _DREAM_DEFAULTS if hasattr(generation_config, k)}
+            )
+            if settings["mask_token_id"] is None:
+                settings["mask_token_id"] = getattr(self.generation_config, "mask_token_id", None)
+        settings.update({k: v for k, v in kwargs.items() if k in _DREAM_DEFAULTS})
+        steps, alg, eps = settings["steps"], settings["alg"], settings["eps"]
+        temperature, top_p, top_k, alg_temp = (
+            settings["temperature"],
+            settings["top_p"],
+            settings["top_k"],
+            settings["alg_temp"],
         )
-        top_p, top_k, alg_temp = (
-            pick(top_p, "top_p", None),
-            pick(top_k, "top_k", None),
-            pick(alg_temp, "alg_temp", None),
-        )
-        mask_id = getattr(gc, "mask_token_id", None) or self.config.mask_token_id
+        max_new = settings["max_new_tokens"] or 16
+        mask_id = settings["mask_token_id"]
         x = F.pad(inputs, (0, max_new), value=mask_id)
         if attention_mask is not None and bool((attention_mask == 0).any()):
             am = F.pad(attention_mask, (0, max_new), value=1)

@@ -2,7 +2,7 @@
 
 A pre-norm transformer trunk with rotary positions and SwiGLU MLPs; attention is bidirectional and takes an
 additive float bias or a boolean mask broadcastable to ``[B, heads, L, L]`` (None: every position sees every
-position). Written by dlmeval; no family code is copied here.
+position). ``qkv_bias``: q/k/v projections with biases (Qwen2 / Dream); o_proj never has one. Written by dlmeval; no family code is copied here.
 """
 
 import torch
@@ -38,14 +38,21 @@ def rotate(x, positions, theta: float):
 
 class Block(nn.Module):
     def __init__(
-        self, d_model: int, n_heads: int, n_kv_heads: int, mlp_hidden: int, eps: float, theta: float
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int,
+        mlp_hidden: int,
+        eps: float,
+        theta: float,
+        qkv_bias: bool = False,
     ):
         super().__init__()
         self.h, self.kv, self.dh, self.theta = n_heads, n_kv_heads, d_model // n_heads, theta
         self.attn_norm = RMSNorm(d_model, eps)
-        self.q_proj = nn.Linear(d_model, n_heads * self.dh, bias=False)
-        self.k_proj = nn.Linear(d_model, n_kv_heads * self.dh, bias=False)
-        self.v_proj = nn.Linear(d_model, n_kv_heads * self.dh, bias=False)
+        self.q_proj = nn.Linear(d_model, n_heads * self.dh, bias=qkv_bias)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * self.dh, bias=qkv_bias)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * self.dh, bias=qkv_bias)
         self.o_proj = nn.Linear(n_heads * self.dh, d_model, bias=False)
         self.ff_norm = RMSNorm(d_model, eps)
         self.gate_proj = nn.Linear(d_model, mlp_hidden, bias=False)
