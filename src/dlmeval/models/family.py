@@ -37,6 +37,10 @@ FAMILY_MODULES: tuple[str, ...] = (
     "dlmeval.models.hf_mlm",
     "dlmeval.models.llada",
     "dlmeval.models.dream",
+    "dlmeval.models.lladamoe",
+    "dlmeval.models.a2d",
+    "dlmeval.models.diffullama",
+    "dlmeval.models.bert_chat",
     "dlmeval.models.causal_loading",
 )
 

@@ -1,0 +1,310 @@
+"""The A2D family (dllm's "AR-to-diffusion": Qwen2 / Qwen3 / LLaMA checkpoints converted to masked diffusion,
+the Care leaderboard's Tiny-A2D rows, ``dllm-hub/Qwen3-0.6B-diffusion-{mdlm,bd3lm}-v0.1``), in two variants:
+
+* ``a2d:PATH`` (MDLM): the AR network with **bidirectional** attention (dllm's ``A2DQwen2Model`` replaces the
+  causal mask by a padding-only 4-D mask); sampled by the remasking sampler like LLaDA;
+* ``a2d-bd3lm:PATH`` (BD3LM): the same network run **block-causally** (a block sees itself and the blocks
+  before it, dllm's ``_prepare_for_sampling``), sampled block by block by :mod:`dlmeval.sampling.block`.
+
+Quirks kept here (docs/models.md, "A2D"):
+
+* the checkpoint is an ordinary Qwen2 / Qwen3 / LLaMA state dict under ``model_type`` ``a2d-qwen2`` /
+  ``a2d-qwen3`` / ``a2d-llama``; dllm registers those types in-process (``AutoConfig.register``), so the hub
+  directories need dllm's package, not remote code. dlmeval reads the config as the base type and builds the
+  transformers ``*ForCausalLM`` class, then always passes an explicit 4-D mask (the causal default never runs):
+  no ``trust_remote_code`` is needed;
+* no logit shift: dllm's MDLM and BD3LM samplers default to ``right_shift_logits=False`` for A2D (position i
+  scores token i);
+* the mask token ``<|mask|>`` is the one dllm's ``get_tokenizer`` adds; the tokenizer's mask role, then that
+  token's id, is used (never a constant); EOS ``<|endoftext|>`` and EoT ``<|im_end|>`` (Qwen) or ``<|eot_id|>``
+  (LLaMA) from the tokenizer and chat template;
+* left padding with position ids counted from each row's first real token (dllm's BD3LM sampler does the same),
+  so padding changes no logit;
+* Qwen2's q/k/v projections carry biases; Qwen3 has per-head q/k RMSNorm and no biases (the stand-ins keep both).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.family import Family, LoadOptions, register_family
+
+#: dllm's A2D model types and the transformers base types their state dicts are
+A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
+#: dllm's default block size for the BD3LM variant (``BD3LMSamplerConfig.block_size``)
+BD3LM_BLOCK = 32
+MASK_TOKEN = "<|mask|>"
+
+
+def additive(mask4: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean ``[B, 1, L, L]`` mask as the additive float mask transformers' eager / sdpa attention adds
+    (0 where allowed, the dtype's minimum elsewhere), the form dllm's ``_prepare_4d_attention_mask`` builds."""
+    return torch.zeros(mask4.shape, dtype=dtype, device=mask4.device).masked_fill(
+        ~mask4, torch.finfo(dtype).min
+    )
+
+
+def padding_mask(
+    attention_mask: torch.Tensor | None, b: int, n: int, device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bidirectional padding-only mask ``[B, 1, L, L]`` (a padded query sees itself only) and position ids
+    counted from each row's first real token."""
+    am = torch.ones(b, n, dtype=torch.long, device=device) if attention_mask is None else attention_mask
+    keep = am.bool()
+    mask4 = (keep[:, None, None, :] & keep[:, None, :, None]) | torch.eye(n, dtype=torch.bool, device=device)
+    pos = torch.where(keep, am.long().cumsum(-1) - 1, 0)
+    return mask4, pos
+
+
+class HFBidirectionalLM(DiffusionLM):
+    """A transformers ``*ForCausalLM`` run under explicit 4-D masks (never its causal default): the shared
+    adapter of the AR-converted families (A2D, DiffuLLaMA)."""
+
+    block_attention = True
+
+    def __init__(self, module, tokenizer, **kw):
+        kw.setdefault("padding_side", "left")
+        super().__init__(module, tokenizer, **kw)
+
+    def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        x = input_ids if input_ids is not None else inputs_embeds
+        mask4, pos = padding_mask(attention_mask, x.shape[0], x.shape[1], x.device)
+        return self._run_4d(input_ids, inputs_embeds, mask4, pos, output_hidden_states)
+
+    def _run_4d(self, input_ids, inputs_embeds, mask4, position_ids, output_hidden_states):
+        dt = next(self.module.parameters()).dtype
+        kw = {
+            "attention_mask": additive(mask4, dt),
+            "position_ids": position_ids,
+            "use_cache": False,
+            "output_hidden_states": output_hidden_states,
+        }
+        if inputs_embeds is not None:
+            kw["inputs_embeds"] = inputs_embeds
+        else:
+            kw["input_ids"] = input_ids
+        out = self.module.model(**kw)  # the trunk; the head runs on the positions read only
+        hs = out.hidden_states if output_hidden_states else None
+        return RunOut(last_hidden=out.last_hidden_state, hidden_states=hs)
+
+    def _head(self, hidden):
+        return self.module.lm_head(hidden)
+
+
+class A2DLM(HFBidirectionalLM):
+    family = "a2d"
+
+
+class A2DBlockLM(A2DLM):
+    """The BD3LM variant: the same network; :mod:`dlmeval.sampling.block` runs it block-causally."""
+
+    family = "a2d-bd3lm"
+    block_size = BD3LM_BLOCK
+
+
+def read_config(path: str, types: dict[str, str]) -> tuple[dict, str]:
+    """``(config dict, base model type)`` of a checkpoint whose ``model_type`` is one of ``types``."""
+    f = Path(path) / "config.json"
+    if not f.exists():
+        raise ModelNotFoundError(f"{path}: no config.json; pass a checkpoint directory")
+    cfg = json.loads(f.read_text())
+    mt = str(cfg.get("model_type", ""))
+    if mt not in types:
+        raise InputError(f"{path} is a {mt!r} model, not one of {sorted(types)}; use the matching spec")
+    return cfg, types[mt]
+
+
+def build_causal_module(path: str, cfg: dict, base: str, *, dtype, device, allow_download: bool = False):
+    """The transformers ``*ForCausalLM`` of base type ``base`` with ``path``'s weights (its own ``model_type``
+    and ``auto_map`` set aside, so no remote code runs)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from dlmeval.models.base import place_kwargs
+
+    d = {
+        k: v
+        for k, v in cfg.items()
+        if k not in ("model_type", "auto_map", "architectures", "transformers_version")
+    }
+    config = AutoConfig.for_model(base, **d)
+    module = AutoModelForCausalLM.from_pretrained(
+        path, config=config, dtype=dtype, local_files_only=not allow_download, **place_kwargs(device)
+    )
+    return module
+
+
+def _mask_id(tok, label: str, path: str) -> tuple[int, list[str]]:
+    if tok.mask_token_id is not None:
+        return int(tok.mask_token_id), []
+    tid = tok.convert_tokens_to_ids(MASK_TOKEN)
+    if isinstance(tid, int) and tid != tok.unk_token_id:
+        return tid, [
+            f"{label}: the tokenizer names no mask token; using {MASK_TOKEN} ({tid}), as dllm adds it"
+        ]
+    raise InputError(
+        f"{label} checkpoint {path}: the tokenizer has no mask token and no {MASK_TOKEN}; add it "
+        "(tokenizer.add_special_tokens({'mask_token': '<|mask|>'})) or pass a converted dllm checkpoint"
+    )
+
+
+def load_hf_bidirectional(
+    cls: type,
+    path: str,
+    *,
+    label: str,
+    types: dict[str, str],
+    device=None,
+    dtype=None,
+    allow_download: bool = False,
+    name: str | None = None,
+    mask_resolver=None,
+) -> DiffusionLM:
+    """Load an AR-converted checkpoint as ``cls`` (A2D, DiffuLLaMA): special ids from the tokenizer and chat
+    template, the module as its transformers base class."""
+    from transformers import AutoTokenizer
+
+    from dlmeval.models.base import place, resolve_device, resolve_dtype
+    from dlmeval.models.tokens import end_of_turn_ids
+
+    if not Path(path).exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"{label} model {path!r} is not on disk. Pass a local directory, or add --allow-download (needs "
+            "internet) to fetch it from the Hugging Face hub."
+        )
+    if not Path(path).exists():
+        from huggingface_hub import snapshot_download
+
+        path = snapshot_download(path)
+    cfg, base = read_config(path, types)
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tok.padding_side = "left"
+    mid, notes = (mask_resolver or _mask_id)(tok, label, path)
+    module = place(build_causal_module(path, cfg, base, dtype=dt, device=device), dev, device).eval()
+    eos = [t for t in (tok.eos_token_id,) if t is not None]
+    eos += [t for t in end_of_turn_ids(tok) if t not in eos]
+    if not eos:
+        raise InputError(f"{label} checkpoint {path}: the tokenizer names no EOS token")
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
+    m = cls(
+        module,
+        tok,
+        name=name or Path(path).name,
+        source=str(path),
+        mask_token_id=mid,
+        max_length=int(cfg.get("max_position_embeddings", 4096)),
+        device=dev,
+        dtype=dt,
+        eos_token_ids=eos,
+        bos_token_id=tok.bos_token_id,
+        pad_token_id=pad,
+        chat_template=bool(getattr(tok, "chat_template", None)),
+    )
+    if m.block_size is not None and cfg.get("block_size") is not None:
+        m.block_size = int(cfg["block_size"])
+    m.load_warnings = notes
+    return m
+
+
+def load_a2d(
+    path: str, *, bd3lm: bool = False, device=None, dtype=None, allow_download: bool = False, name=None
+):
+    return load_hf_bidirectional(
+        A2DBlockLM if bd3lm else A2DLM,
+        path,
+        label="A2D-BD3LM" if bd3lm else "A2D",
+        types=A2D_TYPES,
+        device=device,
+        dtype=dtype,
+        allow_download=allow_download,
+        name=name,
+    )
+
+
+def _load(bd3lm: bool):
+    def load(path: str, opts: LoadOptions):
+        if not path:
+            raise InputError(
+                f"{'a2d-bd3lm' if bd3lm else 'a2d'}: needs a path, e.g. a2d:./Qwen3-0.6B-diffusion-mdlm"
+            )
+        return load_a2d(
+            path, bd3lm=bd3lm, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download
+        )
+
+    return load
+
+
+def _standin(kind: str):
+    def load(opts: LoadOptions):
+        from dlmeval.models.standin_families import load_family_standin
+
+        return load_family_standin(kind, seed=opts.seed, device=opts.device or "cpu")
+
+    return load
+
+
+_QUIRKS = (
+    "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
+    "<|mask|> added by dllm's get_tokenizer: the tokenizer's mask role or that token's id",
+    "Qwen2 q/k/v biases; Qwen3 per-head q/k RMSNorm",
+)
+FAMILY = register_family(
+    Family(
+        name="a2d",
+        kind="diffusion",
+        prefix="a2d",
+        description="dllm's AR-to-diffusion models (Qwen2 / Qwen3 / LLaMA with bidirectional attention, MDLM); "
+        "no remote code",
+        adapter=A2DLM,
+        load=_load(False),
+        standin="tiny-a2d",
+        load_standin=_standin("a2d"),
+        standin_description="A2D stand-in: an a2d-qwen2 checkpoint directory (q/k/v biases, <|mask|>, "
+        "Qwen chat template) (tests)",
+        mask_sources=("tokenizer",),
+        bos="none",
+        padding_side="left",
+        tokenizer_quirks=_QUIRKS,
+        chat_template="optional",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        # dllm's MDLMSampler `remasking` values
+        native_samplers={"low_confidence": "none", "random": "origin"},
+        hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-mdlm-v0.1",),
+        module=__name__,
+    )
+)
+FAMILY_BD3LM = register_family(
+    Family(
+        name="a2d-bd3lm",
+        kind="diffusion",
+        prefix="a2d-bd3lm",
+        description="dllm's AR-to-diffusion models trained as block diffusion (BD3LM): block-causal attention, "
+        "sampled block by block (dlmeval.sampling.block); no remote code",
+        adapter=A2DBlockLM,
+        load=_load(True),
+        standin="tiny-a2d-bd3lm",
+        load_standin=_standin("a2d-bd3lm"),
+        standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "
+        "(tests)",
+        mask_sources=("tokenizer",),
+        bos="none",
+        padding_side="left",
+        tokenizer_quirks=_QUIRKS,
+        chat_template="optional",
+        logit_shift=0,
+        attention="block-causal",
+        native_schedule="linear",
+        native_samplers={"low_confidence": "none", "random": "origin"},
+        generation={"block_length": BD3LM_BLOCK},
+        hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1",),
+        module=__name__,
+    )
+)

@@ -1,0 +1,136 @@
+"""The BERT-Chat family (dllm's ``dllm-hub/ModernBERT-{base,large}-chat-v0.1``): ModernBERT fine-tuned to chat by
+masked diffusion SFT, the Care leaderboard's BERT-Chat (150M) row.
+
+Quirks kept here (docs/models.md, "BERT-Chat"):
+
+* the network is an ordinary ``ModernBertForMaskedLM`` (no remote code, no shift, bidirectional);
+* the **chat template** is dllm's (``[Question] ... [/Question]`` / ``[Answer] ... [/Answer]``, an optional
+  ``[SYS]`` block), which dllm's ``get_tokenizer`` installs in code; a tokenizer that ships none gets it here,
+  with a load warning;
+* **EOS is the pad token**: ModernBERT's tokenizer names no EOS, dllm sets ``eos_token = pad_token`` and trains on
+  the padded EOS (``NoAttentionMaskWrapper``: "padded <eos_token> should be visible"), so a generated answer
+  ends with ``[PAD]``; ``[SEP]`` (which closes every encoded text) also ends one;
+* ``[/Answer]`` (dllm's ``eot_token``) is text to ModernBERT's tokenizer, not one token: it is not an EOS id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.hf_mlm import HFMaskedLM
+
+#: dllm's BERT-Chat template (``dllm.utils.get_tokenizer`` for BERT / RoBERTa / ModernBERT), written out
+BERT_CHAT_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}[SYS]\n{{ messages[0]['content'] | trim }}\n[/SYS]\n\n"
+    "{% set loop_messages = messages[1:] %}{% else %}{% set loop_messages = messages %}{% endif -%}"
+    "{%- for message in loop_messages %}{% if message['role'] == 'user' %}[Question]\n"
+    "{{ message['content'] | trim }}\n[/Question]\n\n{% elif message['role'] == 'assistant' %}[Answer]\n"
+    "{{ message['content'] | trim }}\n[/Answer]\n\n{% endif %}{% endfor -%}"
+    "{%- if add_generation_prompt and (loop_messages | length == 0 or loop_messages[-1]['role'] != 'assistant') %}"
+    "[Answer]\n{% endif %}"
+)
+
+
+class BertChatLM(HFMaskedLM):
+    family = "bert-chat"
+
+
+def bert_chat_eos(tok) -> list[int]:
+    """EOS ids: the tokenizer's EOS (dllm: the pad token when it has none), then ``[SEP]``."""
+    eos = tok.eos_token_id if tok.eos_token_id is not None else tok.pad_token_id
+    out = [int(eos)] if eos is not None else []
+    if tok.sep_token_id is not None and tok.sep_token_id not in out:
+        out.append(int(tok.sep_token_id))
+    return out
+
+
+def load_bert_chat(
+    path: str, *, device=None, dtype=None, allow_download: bool = False, name=None
+) -> BertChatLM:
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+    from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
+
+    if not Path(path).exists() and not allow_download:
+        raise ModelNotFoundError(
+            f"BERT-Chat model {path!r} is not on disk; pass a local directory or add --allow-download"
+        )
+    kw = {"local_files_only": not allow_download}
+    cfg = AutoConfig.from_pretrained(path, **kw)
+    if "bert" not in str(getattr(cfg, "model_type", "")):
+        raise InputError(
+            f"{path} is a {cfg.model_type!r} model, not a BERT-style masked LM; use the matching spec"
+        )
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    tok = AutoTokenizer.from_pretrained(path, **kw)
+    if tok.mask_token_id is None:
+        raise InputError(f"BERT-Chat checkpoint {path}: the tokenizer has no mask token")
+    notes = []
+    if not getattr(tok, "chat_template", None):
+        tok.chat_template = BERT_CHAT_TEMPLATE
+        notes.append("bert-chat: the tokenizer ships no chat template; using dllm's BERT-Chat template")
+    if tok.eos_token_id is None:
+        notes.append("bert-chat: the tokenizer names no EOS; the pad token ends a text (as dllm trains it)")
+    module = place(
+        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
+    )
+    m = BertChatLM(
+        module.eval(),
+        tok,
+        name=name or Path(path).name,
+        source=str(path),
+        max_length=int(getattr(cfg, "max_position_embeddings", 512)),
+        device=dev,
+        dtype=dt,
+        eos_token_ids=bert_chat_eos(tok),
+        chat_template=True,
+    )
+    m.load_warnings = notes
+    return m
+
+
+def _load(path: str, opts: LoadOptions):
+    if not path:
+        raise InputError("bert-chat: needs a path, e.g. bert-chat:./ModernBERT-large-chat-v0.1")
+    return load_bert_chat(path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download)
+
+
+def _standin(opts: LoadOptions):
+    from dlmeval.models.standin_families import load_family_standin
+
+    return load_family_standin("bert-chat", seed=opts.seed, device=opts.device or "cpu")
+
+
+FAMILY = register_family(
+    Family(
+        name="bert-chat",
+        kind="diffusion",
+        prefix="bert-chat",
+        description="dllm's BERT-Chat (ModernBERT fine-tuned to chat by diffusion SFT): dllm's chat template, "
+        "EOS = the pad token",
+        adapter=BertChatLM,
+        load=_load,
+        standin="tiny-bert-chat",
+        load_standin=_standin,
+        standin_description="BERT-Chat stand-in: a ModernBERT masked LM directory with dllm's chat template "
+        "and [PAD] as EOS (tests)",
+        mask_sources=("tokenizer",),
+        bos="tokenizer",
+        padding_side="right",
+        tokenizer_quirks=(
+            "[CLS] ... [SEP] wrapping",
+            "no EOS in ModernBERT's tokenizer: the pad token ends an answer (dllm trains on padded EOS)",
+            "[/Answer] is text, not one token",
+        ),
+        chat_template="required",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        native_samplers={"low_confidence": "none", "random": "origin"},
+        hub_ids=("dllm-hub/ModernBERT-base-chat-v0.1", "dllm-hub/ModernBERT-large-chat-v0.1"),
+        module=__name__,
+    )
+)

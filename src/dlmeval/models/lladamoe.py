@@ -1,0 +1,128 @@
+"""The LLaDA-MoE family (inclusionAI/LLaDA-MoE-7B-A1B-Base / -Instruct): a LLaDA-style masked diffusion LM with
+mixture-of-experts layers (the Care leaderboard's LLaDA-MoE-A1B row, run at t = 0.1 as the paper footnotes).
+
+Quirks kept here (docs/models.md, "LLaDA-MoE"):
+
+* remote code (``modeling_lladamoe.py``): an HF-style forward (``input_ids`` / ``inputs_embeds``, a **2-D**
+  attention mask made non-causal inside every attention layer, ``position_ids``), no loss or
+  ``num_logits_to_keep``; loaded only with ``trust_remote_code``;
+* the released ``config.json`` says ``"model_type": "llada"`` (dllm's README asks users to edit it to
+  ``lladamoe``): a config with ``num_experts`` is this family under either name, and ``llada:`` refuses it;
+* MoE layers: softmax router scores, top-``num_experts_per_tok`` experts with un-renormalised weights, a shared
+  expert, dense layers where ``moe_layer_freq`` is 0, per-head q/k RMSNorm (the stand-in keeps all of them);
+* the mask token ``<|mask|>`` and EoT ``<|role_end|>`` (dllm's ``get_tokenizer``), from the config / tokenizer /
+  chat template; the constants below only as a warned fallback;
+* position ids counted from each row's first real token (the family's own calls pass none, so an unpadded row
+  matches exactly and left padding changes nothing).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from dlmeval.errors import InputError
+from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.family import Family, LoadOptions, register_family
+
+#: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
+#: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
+LLADA_MOE_MASK_ID = 156895
+LLADA_MOE_EOS_ID = 156892
+
+
+class LLaDAMoELM(DiffusionLM):
+    family = "lladamoe"
+
+    def __init__(self, module, tokenizer, **kw):
+        kw.setdefault("padding_side", "left")
+        super().__init__(module, tokenizer, **kw)
+
+    def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        x = input_ids if input_ids is not None else inputs_embeds
+        b, n = x.shape[0], x.shape[1]
+        am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask
+        pos = torch.where(am.bool(), am.long().cumsum(-1) - 1, 0)
+        kw = {"attention_mask": am, "position_ids": pos, "output_hidden_states": output_hidden_states}
+        if inputs_embeds is not None:
+            kw["inputs_embeds"] = inputs_embeds
+        else:
+            kw["input_ids"] = input_ids
+        out = self.module.model(**kw)
+        return RunOut(
+            last_hidden=out.last_hidden_state,
+            hidden_states=out.hidden_states if output_hidden_states else None,
+        )
+
+    def _head(self, hidden):
+        return self.module.lm_head(hidden)
+
+
+def is_moe_config(path: str) -> bool:
+    f = Path(path) / "config.json"
+    try:
+        return f.exists() and "num_experts" in json.loads(f.read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
+    """Load a LLaDA-MoE checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
+    from dlmeval.models.remote import load_remote_family
+
+    if Path(path).exists() and not is_moe_config(path):
+        raise InputError(f"{path} has no num_experts in its config: not a LLaDA-MoE checkpoint (use llada:)")
+    return load_remote_family(FAMILY, path, **kw)
+
+
+def _load(path: str, opts: LoadOptions):
+    if not path:
+        raise InputError("llada-moe: needs a path, e.g. llada-moe:./LLaDA-MoE-7B-A1B-Base")
+    return load_lladamoe(
+        path,
+        device=opts.device,
+        dtype=opts.dtype,
+        trust_remote_code=opts.trust_remote_code,
+        allow_download=opts.allow_download,
+    )
+
+
+def _standin(opts: LoadOptions):
+    from dlmeval.models.standin_families import load_family_standin
+
+    return load_family_standin("lladamoe", seed=opts.seed, device=opts.device or "cpu")
+
+
+FAMILY = register_family(
+    Family(
+        name="lladamoe",
+        aliases=("llada-moe",),
+        kind="diffusion",
+        prefix="llada-moe",
+        description="LLaDA-MoE (mixture-of-experts LLaDA); remote code only with --trust-remote-code",
+        adapter=LLaDAMoELM,
+        load=_load,
+        standin="tiny-llada-moe",
+        load_standin=_standin,
+        standin_description="LLaDA-MoE stand-in: auto_map directory with dlmeval's own MoE code (softmax top-2 "
+        "of 4 experts, shared expert, dense first layer, q/k norm), config model_type llada as released (tests)",
+        remote_code=True,
+        model_type="llada",  # the released config says "llada"; dllm's edit says "lladamoe": both contain it
+        max_length_key="max_position_embeddings",
+        mask_sources=("config", "tokenizer"),
+        default_mask_id=LLADA_MOE_MASK_ID,
+        default_eos_ids=(LLADA_MOE_EOS_ID,),
+        bos="tokenizer",
+        padding_side="left",
+        tokenizer_quirks=("<|mask|> mask token and <|role_end|> end of turn (dllm's get_tokenizer)",),
+        chat_template="optional",
+        logit_shift=0,
+        attention="bidirectional",
+        native_schedule="linear",
+        native_samplers={"low_confidence": "none", "random": "origin"},
+        hub_ids=("inclusionAI/LLaDA-MoE-7B-A1B-Base", "inclusionAI/LLaDA-MoE-7B-A1B-Instruct"),
+        module=__name__,
+    )
+)
