@@ -311,3 +311,83 @@ def test_dream_standin_has_qkv_biases_like_the_released_dream(dream):
             assert (dream.logits(ids, attn) - ref).abs().max() > 1e-3
         finally:
             names[f"{layer}q_proj.bias"].copy_(saved)
+
+
+# ------------------------------------------------------------------------------------- check-model rows (#21)
+def _attend_causally(model, monkeypatch):
+    """Make the stand-in's attention left-to-right (a causal checkpoint loaded as a bidirectional family)."""
+    import sys
+
+    import torch.nn.functional as F
+
+    block = next(m for m in model.module.modules() if type(m).__name__ == "Block")
+    layers = sys.modules[type(block).__module__]
+
+    def sdpa(q, k, v, attn_mask=None, is_causal=False):
+        n = q.shape[-2]
+        causal = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+        if attn_mask is None:
+            attn_mask = causal
+        elif attn_mask.dtype == torch.bool:
+            attn_mask = attn_mask & causal
+        else:
+            attn_mask = attn_mask.masked_fill(~causal, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+
+    proxy = SimpleNamespace(scaled_dot_product_attention=sdpa, silu=F.silu)
+    monkeypatch.setattr(layers, "F", proxy)
+
+
+@pytest.mark.parametrize("kind", ["llada", "dream"])
+def test_check_model_fails_a_network_that_attends_causally(kind, monkeypatch):
+    from dlmeval.models.checks import check_attention
+
+    m = tiny_model(kind)
+    good = check_attention(m)
+    assert good.passed and good.value > 1e-3
+    _attend_causally(m, monkeypatch)
+    bad = check_attention(m)
+    assert bad.passed is False and bad.value <= 1e-4
+    assert "does not attend as the" in bad.detail and "bidirectional" in bad.detail
+
+
+def test_check_model_fails_a_dream_config_and_tokenizer_without_a_mask(tmp_path):
+    d = _without("dream", tmp_path, "mask_token_id")
+    tc = json.loads((d / "tokenizer_config.json").read_text())
+    tc["mask_token"] = None  # a tokenizer with no mask role either
+    (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    with pytest.warns(UserWarning, match="documented fallback mask id 151666"):
+        m = load_diffusion(f"dream:{d}", trust_remote_code=True)
+    rows = {c.name: c for c in run_checks(m)}
+    assert rows["mask id"].passed is False and "fallback mask id 151666" in rows["mask id"].detail
+    assert main(["check-model", f"dream:{d}", "--trust-remote-code"]) == 1
+
+
+def test_sampler_row_compares_at_several_steps_and_catches_an_inherited_top_k(dream, monkeypatch):
+    """One step hides a top-k filter (every position is decoded at once, by argmax); more steps show it."""
+    from dlmeval.models.checks import SAMPLER_STEPS, check_sampler
+
+    good = check_sampler(dream)
+    assert good.passed and good.value == 1.0 and len(SAMPLER_STEPS) >= 3
+    for alg in ("maskgit_plus", "topk_margin", "entropy"):
+        assert f"{alg}@8: 16/16" in good.detail
+    # a checkpoint whose sampler applies a top-k it inherited, whatever the caller passes
+    orig = dream.module.diffusion_generate
+    monkeypatch.setattr(
+        dream.module, "diffusion_generate", lambda *a, **k: orig(*a, **{**k, "top_k": 2, "top_p": None})
+    )
+    bad = check_sampler(dream)
+    assert bad.passed is False
+    algs = ("maskgit_plus", "topk_margin", "entropy")
+    assert all(f"{a}@1: 16/16" in bad.detail for a in algs)  # one step cannot tell
+    assert any(f"{a}@{s}: 16/16" not in bad.detail for a in algs for s in SAMPLER_STEPS[1:])
+
+
+def test_sampler_row_reports_what_plain_keywords_inherit(tmp_path):
+    d = _broken_copy("dream", tmp_path, top_k=2)  # a model config carrying a legacy generation default
+    m = load_diffusion(f"dream:{d}", trust_remote_code=True)
+    from dlmeval.models.checks import check_sampler
+
+    row = check_sampler(m)
+    assert row.passed  # dlmeval reproduces the explicit call (top_k=None)
+    assert "plain keywords it samples differently" in row.detail and "top_k=2" in row.detail

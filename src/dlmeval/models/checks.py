@@ -7,6 +7,8 @@ Each check returns a :class:`Check` row (name, passed, the number it measured, t
                    mask role where it has one; the loader found no disagreement between the files
 ``eos ids``        every EOS / EoT id is a special token of the tokenizer; the chat template's end-of-turn is in it
 ``pad id``         the pad id lies inside the tokenizer and is not the mask id
+``attention``      the family's attention kind, probed: changing the last token moves the first positions' logits
+                   (bidirectional), does not (causal), or moves only its own block (block-causal)
 ``alignment``      masked-token recovery: mean log-prob of the true token at masked positions read at the
                    adapter's alignment vs one position left / right of it; on the probe set with the clearest
                    difference the adapter's must win by a margin (a wrong logit shift fails here)
@@ -16,11 +18,13 @@ Each check returns a :class:`Check` row (name, passed, the number it measured, t
 ``gradient``       ``forward(inputs_embeds=)`` equals ``forward(input_ids)``, and a loss reaches the embeddings
                    with finite, non-zero gradients (D-GCG's and ``score_positions(grad=True)``'s path)
 ``sampler``        where the checkpoint ships its own sampler (Dream's ``diffusion_generate``): dlmeval's sampler
-                   and it produce the same tokens at temperature 0 (one step, where both schedules agree)
+                   and it produce the same tokens at temperature 0, for each native algorithm at 1, 3 and 8
+                   steps (an inherited top_k changes the order from 2 steps on; it is reported)
 =================  ==================================================================================================
 
-Nothing here knows a family: it reads the :class:`~dlmeval.models.base.DiffusionLM` interface and, for the
-sampler row, whether the module has a ``diffusion_generate`` method.
+Nothing here knows a family by name: it reads the :class:`~dlmeval.models.base.DiffusionLM` interface, the
+model's registered :class:`~dlmeval.models.family.Family` (which rows apply, the attention kind, the native
+samplers) and, for the sampler row, whether the module has a ``diffusion_generate`` method.
 """
 
 from __future__ import annotations
@@ -250,67 +254,168 @@ def check_gradient(model) -> Check:
     )
 
 
+#: the nominal step counts the sampler row compares at: one step (the order does not matter), and more, where
+#: the unmasking order does and a top-k the checkpoint's sampler inherits from its config would show
+SAMPLER_STEPS = (1, 3, 8)
+
+
 def check_sampler(model, length: int = 8) -> Check:
+    """dlmeval's sampler against the checkpoint's own ``diffusion_generate`` at temperature 0, for each of the
+    family's native algorithms at :data:`SAMPLER_STEPS`, called with an explicit ``top_k=None`` / ``top_p=None``
+    (the generation config dlmeval reproduces) and a logits hook that gives the ids dlmeval never samples (the
+    mask, the vocabulary padding) no mass, as dlmeval does. The same call with plain keywords is reported too:
+    where it differs, the checkpoint's sampler inherits settings (Dream: ``top_k=50`` from the model config)."""
     gen = getattr(model.module, "diffusion_generate", None)
     if not callable(gen):
         return Check("sampler", None, None, "same tokens", "the checkpoint ships no sampler of its own")
+    from dlmeval.models.family import family_of
     from dlmeval.sampling import RemaskingSampler, SamplerConfig
 
+    fam = family_of(model)
+    native = dict(fam.native_samplers) if fam is not None else {}
+    native = {k: v for k, v in native.items() if k != "origin"} or {
+        "maskgit_plus": "maskgit",
+        "entropy": "entropy",
+    }
     prompts = [model.encode(PROBES_RUN[0]), model.encode(PROBES_TEXT[2])]
     ids, attn = model.pad(prompts)
-    rows = []
-    same = total = 0
-    for alg, strategy in (("maskgit_plus", "maskgit"), ("entropy", "entropy")):
+    n_tok, banned = len(model.tokenizer), int(model.mask_token_id)
+
+    def hook(step, x, logits):
+        logits = logits.clone()
+        logits[..., n_tok:] = torch.finfo(logits.dtype).min
+        logits[..., banned] = torch.finfo(logits.dtype).min
+        return logits
+
+    def theirs(alg, steps, explicit):
+        kw = dict(max_new_tokens=length, steps=steps, alg=alg, temperature=0.0, alg_temp=None)
+        if explicit:
+            kw.update(top_k=None, top_p=None)
         with torch.no_grad():
-            theirs = gen(
-                ids,
-                attention_mask=attn,
-                max_new_tokens=length,
-                steps=1,
-                alg=alg,
+            out = gen(ids, attention_mask=attn, generation_logits_hook_func=hook, **kw)
+        return getattr(out, "sequences", out)[:, ids.shape[1] :].cpu()
+
+    rows, inherited = [], []
+    same = total = 0
+    for alg, strategy in native.items():
+        for steps in SAMPLER_STEPS:
+            cfg = SamplerConfig(
+                length=length,
+                steps=steps,
+                strategy=strategy,
                 temperature=0.0,
-                output_history=False,
+                stop_at_eos=False,
+                schedule=None,
             )
-        theirs = getattr(theirs, "sequences", theirs)[:, ids.shape[1] :].cpu()
-        cfg = SamplerConfig(
-            length=length, steps=1, block_length=length, strategy=strategy, temperature=0.0, stop_at_eos=False
+            res = RemaskingSampler(model, cfg).sample(
+                prompts, item_ids=[f"p{i}" for i in range(len(prompts))]
+            )
+            ours = torch.as_tensor(res.tokens)[:, :length].cpu()
+            ref = theirs(alg, steps, explicit=True)
+            eq = int((ours == ref).sum())
+            same, total = same + eq, total + ours.numel()
+            rows.append(f"{alg}@{steps}: {eq}/{ours.numel()}")
+            if steps > 1 and alg not in inherited and not torch.equal(theirs(alg, steps, False), ref):
+                inherited.append(alg)
+    detail = "; ".join(rows) + " tokens equal vs diffusion_generate(top_k=None, top_p=None), temperature 0"
+    if inherited:
+        cfg = getattr(model.module, "config", None)
+        detail += (
+            f"; called with plain keywords it samples differently ({', '.join(inherited)}): it inherits "
+            f"top_k={getattr(cfg, 'top_k', '?')} / top_p={getattr(cfg, 'top_p', '?')} from the model config, "
+            "which dlmeval does not reproduce unless the spec sets them"
         )
-        res = RemaskingSampler(model, cfg).sample(prompts, item_ids=[f"p{i}" for i in range(len(prompts))])
-        ours = torch.as_tensor(res.tokens)[:, :length].cpu()
-        eq = int((ours == theirs).sum())
-        same, total = same + eq, total + ours.numel()
-        rows.append(f"{alg}: {eq}/{ours.numel()}")
-    return Check(
-        "sampler",
-        same == total,
-        same / max(total, 1),
-        "1.0 (token for token)",
-        "; ".join(rows) + f" tokens equal vs diffusion_generate (temperature 0, 1 step, {length} tokens)",
-    )
+    return Check("sampler", same == total, same / max(total, 1), "1.0 (token for token)", detail)
 
 
-CHECKS = (
-    check_mask,
-    check_eos,
-    check_pad,
-    check_alignment,
-    check_vocab_padding,
-    check_batch,
-    check_padding,
-    check_gradient,
-    check_sampler,
-)
+def _probe_changes(model, ids, attn, at: int, reads: list[int]) -> float:
+    """Largest change of the logits at positions ``reads`` when the token at ``at`` is replaced."""
+    base = model.logits(ids, attn)
+    alt = ids.clone()
+    cand = [
+        t for t in (model.encode("one two three", add_special_tokens=False) or [0]) if t != int(ids[0, at])
+    ]
+    alt[0, at] = cand[0] if cand else (int(ids[0, at]) + 1) % len(model.tokenizer)
+    moved = model.logits(alt, attn)
+    return float((moved[0, reads] - base[0, reads]).abs().max()) if reads else 0.0
+
+
+def check_attention(model) -> Check:
+    """The attention kind the family declares, probed: a later token must change an earlier position's logits
+    (bidirectional), must not (causal), or must only within its own block (block-causal, the family's
+    ``generation["block_length"]``)."""
+    from dlmeval.models.family import family_of
+
+    fam = family_of(model)
+    kind = fam.attention if fam is not None else "bidirectional"
+    seqs = [model.encode(PROBES_TEXT[0])]
+    ids, attn = model.pad(seqs)
+    real = attn[0].bool().nonzero().flatten().tolist()
+    first, last = real[0], real[-1]
+    tol = _tol(model)
+    early = [p for p in real[:3] if p != last]
+    if kind == "block-causal":
+        block = int((fam.generation or {}).get("block_length", 4))
+        b_last = (last - first) // block
+        same_block = [p for p in real if (p - first) // block == b_last and p != last]
+        before = [p for p in real if (p - first) // block < b_last]
+        inside = _probe_changes(model, ids, attn, last, same_block)
+        leak = _probe_changes(model, ids, attn, last, before)
+        ok = inside > tol and leak <= tol
+        return Check(
+            "attention",
+            ok,
+            leak,
+            f"earlier blocks unchanged (<= {tol:g})",
+            f"block-causal (block {block}): a changed last token moves its own block by {inside:.3g}, "
+            f"earlier blocks by {leak:.3g}"
+            + ("" if ok else "; the network does not attend as the family declares"),
+        )
+    moved = _probe_changes(model, ids, attn, last, early)
+    if kind == "causal":
+        ok = moved <= tol
+        want = f"earlier positions unchanged (<= {tol:g})"
+    else:
+        ok = moved > tol
+        want = f"earlier positions change (> {tol:g})"
+    detail = f"{kind}: changing the last token moves the first positions' logits by {moved:.3g}"
+    if not ok:
+        detail += (
+            f"; the network does not attend as the {fam.name if fam else 'declared'} family's {kind} attention "
+            "says (a causal checkpoint loaded as a diffusion family, or a wrong attention mask)"
+        )
+    return Check("attention", ok, moved, want, detail)
+
+
+#: row name (``dlmeval.models.family.CHECK_ROWS``) -> check
+CHECKS = {
+    "mask id": check_mask,
+    "eos ids": check_eos,
+    "pad id": check_pad,
+    "alignment": check_alignment,
+    "attention": check_attention,
+    "vocab padding": check_vocab_padding,
+    "batch": check_batch,
+    "padding": check_padding,
+    "gradient": check_gradient,
+    "sampler": check_sampler,
+}
 
 
 def run_checks(model, *, seed: int = 0) -> list[Check]:
-    """Every check on ``model``; an exception inside one check becomes its failed row."""
+    """The checks that apply to ``model``'s family (``Family.checks``; all of them for an unregistered adapter);
+    an exception inside one check becomes its failed row."""
+    from dlmeval.models.family import family_of
+
+    fam = family_of(model)
     out = []
-    for fn in CHECKS:
+    for name, fn in CHECKS.items():
+        if fam is not None and not fam.applies(name):
+            continue
         t = time.perf_counter()
         try:
             c = fn(model, seed=seed) if fn is check_alignment else fn(model)
         except Exception as err:  # a check that crashes is a failed check, with the reason
-            name = fn.__name__.removeprefix("check_").replace("_", " ")
             c = Check(name, False, None, "", f"{type(err).__name__}: {err}")
         c.seconds = time.perf_counter() - t
         out.append(c)

@@ -104,7 +104,7 @@ FAMILY = register_family(
         # generation_utils.py's `alg` values -> the dlmeval strategy that reproduces each (docs/models.md)
         native_samplers={
             "origin": "origin",
-            "maskgit_plus": "maskgit_plus",
+            "maskgit_plus": "maskgit",
             "topk_margin": "topk_margin",
             "entropy": "entropy",
         },

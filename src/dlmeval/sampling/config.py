@@ -76,7 +76,9 @@ class SamplerConfig:
     ``"dream"`` (Dream's ``diffusion_generate``: ``int(M * (1 - s / t))`` of the ``M`` masked positions over
     ``t = linspace(1, eps, steps + 1)``, every step a forward pass, ``origin`` transferring each masked position
     with probability ``1 - s / t``) or None: the model's own (``model.native_schedule``; ``linear`` for every
-    family but Dream). ``top_p`` is nucleus filtering of the sampling distribution (Dream's ``top_p``).
+    family but Dream). ``top_p`` is nucleus filtering of the sampling distribution (Dream's ``top_p``); ``top_k``
+    keeps the ``k`` most likely tokens (Dream's ``top_k``; None: off), applied after top-p as Dream does. Both shape
+    the distribution the candidates are drawn from and the ``tempered_*`` fields the Dream strategies rank by.
     """
 
     length: int = 128
@@ -95,6 +97,7 @@ class SamplerConfig:
     schedule: str | None = None
     top_p: float = 1.0
     eps: float = 1e-3
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
         from dlmeval.sampling.strategies import STRATEGIES
@@ -169,6 +172,12 @@ class SamplerConfig:
         for name, v in (("top_p", self.top_p), ("eps", self.eps)):
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
                 raise InputError(f"{name} must be in (0, 1], got {v!r}")
+        if self.top_k is not None and (
+            isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1
+        ):
+            raise InputError(
+                f"top_k must be an integer >= 1 (or left out: no top-k filter), got {self.top_k!r}"
+            )
         if self.suppress_eos and self.eos_rank_last:
             raise InputError("suppress_eos bans EOS and eos_rank_last keeps it (ranked last): choose one")
 
@@ -189,7 +198,12 @@ class SamplerConfig:
         return [s // nb + (1 if j < s % nb else 0) for j in range(nb)]
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as a dict (run signatures hash it). ``top_k`` appears only when set, so configurations
+        from before it existed keep their signatures; a set ``top_k`` changes the signature."""
+        d = asdict(self)
+        if d["top_k"] is None:
+            del d["top_k"]
+        return d
 
     def with_steps(self, steps: int) -> SamplerConfig:
         """The same settings with the nominal steps fixed (and no NFE target)."""

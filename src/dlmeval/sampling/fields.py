@@ -18,7 +18,15 @@ import torch
 from dlmeval.sampling.noise import gumbel_pick
 
 #: the fields a strategy may declare in ``Strategy.needs`` (see :class:`~dlmeval.sampling.strategies.StepView`)
-FIELDS = ("confidence", "entropy", "argmax", "tempered_confidence", "tempered_entropy")
+FIELDS = (
+    "confidence",
+    "entropy",
+    "argmax",
+    "margin",
+    "tempered_confidence",
+    "tempered_entropy",
+    "tempered_margin",
+)
 #: rows per chunk: 16 x 30k float32 logits (2 MB) plus their probabilities fit a core's L2 and L3 comfortably
 ROW_CHUNK = 16
 
@@ -38,6 +46,14 @@ def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(mask, torch.finfo(logits.dtype).min)
 
 
+def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Keep the ``top_k`` largest logits of each row (ties with the k-th kept), the rest ``finfo.min`` (Dream's
+    ``top_k_logits``: ``logits < topk(logits, k)[..., -1]`` removed)."""
+    k = min(int(top_k), logits.shape[-1])
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, torch.finfo(logits.dtype).min)
+
+
 def step_fields(
     logits: torch.Tensor,
     *,
@@ -48,6 +64,7 @@ def step_fields(
     uniforms: torch.Tensor | None,
     needs: frozenset[str] | set[str],
     top_p: float = 1.0,
+    top_k: int | None = None,
     chunk: int = ROW_CHUNK,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Candidates and the ``needs`` fields for the rows of ``logits [N, V]`` (float32; banned ids are overwritten
@@ -59,8 +76,9 @@ def step_fields(
       The other rows are decided positions: their candidate is ``current [N]``, the token the position holds.
       (Masked rows first, so that every chunk is one kind and nothing is copied out by a boolean index.)
     * ``confidence``: probability of the candidate; ``entropy`` (nats); ``argmax``; ``tempered_*`` the same under
-      the shaped distribution (Dream's ``sample_tokens``: temperature, then top-p; equal to the plain ones at
-      temperature 0 without top-p).
+      the shaped distribution (Dream's ``sample_tokens``: temperature, then top-p, then top-k; equal to the plain
+      ones at temperature 0 without top-p / top-k); ``margin``: top-1 minus top-2 probability (Dream's
+      ``topk_margin``).
 
     Returns ``(candidates [N], {field: [N]})``.
     """
@@ -72,8 +90,10 @@ def step_fields(
         raise ValueError(f"n_masked={n_masked} outside [0, {n}]")
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p={top_p} outside (0, 1]")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k={top_k!r} must be None or an integer >= 1")
     tempered = temperature > 0
-    shaped = tempered or top_p < 1
+    shaped = tempered or top_p < 1 or top_k is not None
     if tempered and n_masked and (uniforms is None or uniforms.shape[0] != n_masked):
         raise ValueError(f"need {n_masked} rows of uniforms for sampling at temperature {temperature}")
     of_tempered = {k.removeprefix("tempered_") for k in needs if k.startswith("tempered_")}
@@ -94,13 +114,15 @@ def step_fields(
             a.index_fill_(1, banned, lo)  # finfo.min / T would overflow to -inf
             if top_p < 1:
                 a = top_p_filter(a, top_p)
+            if top_k is not None:
+                a = top_k_filter(a, top_k)
             p = torch.softmax(a, dim=-1)
         if s < n_masked:
             if tempered:
                 assert uniforms is not None
                 cand[s:e] = gumbel_pick(a, p, uniforms[s:e])
             else:
-                cand[s:e] = z.argmax(dim=-1)  # the top-p nucleus always keeps the argmax
+                cand[s:e] = z.argmax(dim=-1)  # top-p and top-k always keep the argmax
         tgt = cand[s:e].unsqueeze(1)
         if plain_needs:
             for k, v in _dist_fields(z, torch.softmax(z, dim=-1), tgt, plain_needs).items():
@@ -129,4 +151,7 @@ def _dist_fields(
         out["entropy"] = (lse - torch.linalg.vecdot(p, z)).clamp(min=0.0)
     if "argmax" in needs:
         out["argmax"] = z.argmax(dim=-1)
+    if "margin" in needs:
+        two = torch.topk(p, 2, dim=-1).values
+        out["margin"] = two[:, 0] - two[:, 1]
     return out

@@ -46,11 +46,17 @@ class RemaskingSampler:
     ``sampler.config.steps`` holds them, ``sampler.nfe_predicted`` what the count rules promise.
     """
 
-    def __init__(self, model: DiffusionLM, config: SamplerConfig | None = None, **overrides: Any):
+    def __init__(
+        self, model: DiffusionLM, config: SamplerConfig | None = None, *, softmask=None, **overrides: Any
+    ):
         config = config or SamplerConfig()
         if overrides:
             config = replace(config, **overrides)
         self.model = model
+        #: soft-mask feedback (:class:`dlmeval.sampling.softmask.SoftMask`) or None
+        self.softmask = softmask
+        #: the block size of block-causal passes (:mod:`dlmeval.sampling.block`) or None (bidirectional)
+        self.block_causal: int | None = None
         self.strategy = get_strategy(config.strategy, remask_fraction=config.remask_fraction)
         self.time_conditioned = bool(getattr(model, "time_conditioned", False))
         if config.schedule is None:  # the family's own schedule; Dream's loop never re-masks
@@ -92,7 +98,10 @@ class RemaskingSampler:
 
     def config_dict(self) -> dict[str, Any]:
         """The settings as run (nominal steps resolved; ``nfe`` is the compute-matched target or None)."""
-        return {**self.config.as_dict(), "nfe": self.nfe_target}
+        out = {**self.config.as_dict(), "nfe": self.nfe_target}
+        if self.softmask is not None:
+            out["softmask"] = self.softmask.as_dict()
+        return out
 
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, prompt: Prompt) -> list[int]:
@@ -166,7 +175,7 @@ class RemaskingSampler:
                 f"a prompt of {width - length} tokens plus {length} generated tokens exceeds the model's window "
                 f"of {m.max_length}; shorten the prompt or the length"
             )
-        ids, attn = m.pad([p + [mask_id] * length for p in prompt_ids])
+        ids, attn = self._pad_batch(prompt_ids)
         st = Batch(self, ids, attn, prompt_ids, item_ids)
         if cfg.schedule == "dream":
             block_loop = self._dream_block
@@ -181,6 +190,11 @@ class RemaskingSampler:
             st.end_step()
         st.timing["total_s"] = time.perf_counter() - t_start
         return self._result(st)
+
+    def _pad_batch(self, prompt_ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask)`` of the prompts followed by the masked generation region."""
+        mask_id = int(self.model.mask_token_id)
+        return self.model.pad([p + [mask_id] * self.config.length for p in prompt_ids])
 
     @property
     def _can_stop(self) -> bool:
@@ -325,6 +339,8 @@ class RemaskingSampler:
             dr, dc = dec_w.nonzero(as_tuple=True)
             rr, cc = torch.cat([rr, dr]), torch.cat([cc, dc])
         flat = st.forward(rows, sl, rr, cc)  # [N, V] logits at (rr, cc) only
+        if st.soft is not None:  # soft-mask feedback: this pass's distributions at the masked positions
+            st.soft.record(rows, sl, rr[:n_m], cc[:n_m], flat[:n_m])
         gens = [st.gens[r] for r in rows.tolist()]
         u = None
         if temp > 0:  # one row of uniforms per masked position, in row-major order like (rr, cc)
@@ -340,6 +356,7 @@ class RemaskingSampler:
             uniforms=u,
             needs=needs,
             top_p=float(cfg.top_p),
+            top_k=cfg.top_k,
         )
         st.timing["fields_s"] += time.perf_counter() - t0
         vocab = int(flat.shape[1])
@@ -374,6 +391,8 @@ class RemaskingSampler:
 
         prev_w = st.prev_tok[rows, sl]
         replaced = unm & (prev_w >= 0) & (prev_w != cand)
+        if st.soft is not None:
+            st.soft.forget(rows, sl, unm)
         st.tokens[rows, sl] = torch.where(unm, cand, tok_w).masked_fill(rem, m.mask_token_id)
         st.masked[rows, sl] = (msk_w & ~unm) | rem
         st.prev_tok[rows, sl] = torch.where(unm, cand, prev_w)

@@ -35,7 +35,16 @@ or from the re-mask count (re-masking, see :mod:`dlmeval.sampling.config`). A sc
                          as Dream's loop does; under the linear schedule, the schedule's counts in random order
   ``entropy``            lowest entropy of the tempered distribution first (Dream's ``entropy``)
   ``maskgit``            highest tempered probability of the sampled token first (Dream's ``maskgit_plus``)
+  ``topk_margin``        largest gap between the two most likely tokens of the tempered distribution
+                         first (Dream's ``topk_margin``: ``sorted_probs[:, 0] - sorted_probs[:, 1]``)
   ====================== ==============================================================================
+
+  "Tempered" is the shaped distribution Dream's ``sample_tokens`` computes: ``logits / temperature``, then
+  ``top_p``, then ``top_k`` (``SamplerConfig``). The families' own sampler names map onto these
+  (``Family.native_samplers``): Dream ``origin`` / ``maskgit_plus`` / ``topk_margin`` / ``entropy`` are
+  ``origin`` / ``maskgit`` / ``topk_margin`` / ``entropy`` (``alg_temp`` is ``position_temperature``); LLaDA
+  ``generate.py``'s ``remasking='low_confidence'`` is ``none`` and ``remasking='random'`` is ``origin`` under the
+  linear schedule (the same random order in distribution, not the same draws).
 
 Note: scores at decided positions come from a forward pass in which the token is visible (that is what the
 published strategies do: "the current step output distribution"); ``running_confidence`` also remembers the
@@ -102,7 +111,9 @@ class StepView:
     * ``confidence`` probability of the candidate (masked) or of the current token (decided) under the model's
       distribution, with banned ids (mask, suppressed EOS) removed and the rest renormalised
     * ``entropy`` (nats) of that distribution; ``argmax`` its most likely id
-    * ``tempered_confidence`` / ``tempered_entropy``: the same under ``softmax(logits / temperature)`` (Dream)
+    * ``margin``: top-1 minus top-2 probability of that distribution
+    * ``tempered_confidence`` / ``tempered_entropy`` / ``tempered_margin``: the same under the shaped
+      distribution ``softmax(top_k(top_p(logits / temperature)))`` (Dream)
     * ``running_confidence`` mean of ``confidence`` over the steps since the token was decided (only for
       strategies with ``tracks_running``)
     * ``uniform()``: fresh uniform draws ``[R, W]`` from each row's own generator
@@ -185,6 +196,14 @@ class StepView:
     @property
     def tempered_entropy(self) -> torch.Tensor:
         return self._field("tempered_entropy")
+
+    @property
+    def margin(self) -> torch.Tensor:
+        return self._field("margin")
+
+    @property
+    def tempered_margin(self) -> torch.Tensor:
+        return self._field("tempered_margin")
 
     @property
     def running_confidence(self) -> torch.Tensor:
@@ -339,3 +358,12 @@ class MaskGIT(Strategy):
 
     def unmask_scores(self, view):
         return view.tempered_confidence
+
+
+@register_strategy
+class TopkMargin(Strategy):
+    name = "topk_margin"
+    needs = frozenset({"tempered_margin"})
+
+    def unmask_scores(self, view):
+        return view.tempered_margin

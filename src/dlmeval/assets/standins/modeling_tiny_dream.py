@@ -10,7 +10,8 @@ The output at position ``i - 1`` predicts token ``i`` (Qwen's head convention ke
 steps + 1)``; per step one forward pass, logits shifted right by one; ``origin`` unmasks each masked position with
 probability ``1 - s / t`` (all at the last step); the other algorithms (``maskgit_plus``: top probability,
 ``topk_margin``: top-1 minus top-2, ``entropy``: negative entropy) unmask the ``int(n_masked * (1 - s / t))``
-most confident positions (all at the last step), drawn with ``alg_temp`` when it is set.
+most confident positions (all at the last step), drawn with ``alg_temp`` when it is set;
+``generation_logits_hook_func(step, x, logits)`` sees the shifted logits of every step, as in Dream's.
 """
 
 import torch
@@ -155,6 +156,7 @@ class TinyDreamModel(PreTrainedModel):
         top_k 50) over Dream's own defaults; then every keyword passed overrides, an explicit None included. So a
         call with plain keywords inherits top_k=50 unless it passes ``top_k=None``, as the released code does."""
         attention_mask = kwargs.pop("attention_mask", None)
+        logits_hook = kwargs.pop("generation_logits_hook_func", lambda step, x, logits: logits)
         return_dict_in_generate = kwargs.pop("return_dict_in_generate", False)
         settings = dict(_DREAM_DEFAULTS)
         if generation_config is None:
@@ -189,7 +191,7 @@ class TinyDreamModel(PreTrainedModel):
         for i in range(steps):
             masked = x == mask_id
             z = self(x, mask4, pos).logits
-            z = torch.cat([z[:, :1], z[:, :-1]], dim=1)[masked]
+            z = logits_hook(i, x, torch.cat([z[:, :1], z[:, :-1]], dim=1))[masked]
             t, s = times[i], times[i + 1]
             if alg == "origin":
                 p = 1 - s / t if i < steps - 1 else 1
