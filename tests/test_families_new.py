@@ -180,3 +180,174 @@ def test_a2d_without_a_mask_token_is_refused(tmp_path):
     (d / "special_tokens_map.json").write_text(json.dumps({"eos_token": "<|endoftext|>"}))
     with pytest.raises(InputError, match="no mask token"):
         load_a2d(str(d), dtype="float32")
+
+
+# --------------------------------------------------------------------------------------------- block diffusion
+def _reference_bd3lm(m, prompt, length, block, steps_per_block):
+    """dllm's BD3LM loop at temperature 0, written out: left-pad the prompt to whole blocks, then per block the
+    k most confident masked positions of that block (k from the linear schedule), the network run block-causally
+    over the prefix and the block only."""
+    from dlmeval.models.base import block_causal_mask
+    from dlmeval.sampling.config import linear_schedule
+
+    pad = -(-len(prompt) // block) * block
+    x = [m.pad_token_id] * (pad - len(prompt)) + list(prompt)
+    valid = [0] * (pad - len(prompt)) + [1] * len(prompt)
+    passes = 0
+    for _ in range(length // block):
+        x += [m.mask_token_id] * block
+        valid += [1] * block
+        for n in linear_schedule(block, steps_per_block):
+            if n == 0:
+                continue
+            ids, attn = torch.tensor([x]), torch.tensor([valid])
+            mask4, pos = block_causal_mask(attn, ids.shape, block)
+            h = m._run_4d(ids, None, mask4, pos, False).last_hidden
+            z = m._vocab_masked(m._head(h)[0, -block:].float())
+            z[:, m.mask_token_id] = torch.finfo(z.dtype).min
+            p = z.softmax(-1)
+            conf, tok = p.max(-1)
+            masked = torch.tensor(x[-block:]) == m.mask_token_id
+            conf = torch.where(masked, conf, -1.0)
+            for j in conf.topk(n).indices.tolist():
+                x[len(x) - block + j] = int(tok[j])
+            passes += 1
+    return x[pad:], passes
+
+
+def test_block_sampler_matches_the_bd3lm_loop_at_temperature_zero(models):
+    from dlmeval.sampling import SamplerConfig
+    from dlmeval.sampling.block import BlockDiffusionSampler
+
+    m = models["tiny-a2d-bd3lm"]
+    assert m.block_size == 4
+    prompts = [m.encode("the cat sat"), m.encode("a dog ran to the big")]
+    for steps in (8, 4, 16):  # 2, 1 and 4 steps per block of 4 (the last: steps past the block are skipped)
+        cfg = SamplerConfig(length=8, steps=steps, strategy="none", stop_at_eos=False)
+        s = BlockDiffusionSampler(m, cfg)
+        res = s.sample(prompts, item_ids=["a", "b"])
+        for b, p in enumerate(prompts):
+            want, passes = _reference_bd3lm(m, p, 8, 4, steps // 2)
+            assert res.tokens[b].tolist() == want, steps
+            assert int(res.nfe[b]) == passes
+        assert int(res.nfe[0]) == s.nfe_predicted
+
+
+def test_block_sampler_exact_nfe_for_remasking_strategies(models):
+    from dlmeval.sampling import SamplerConfig, predict_nfe
+    from dlmeval.sampling.block import BlockDiffusionSampler, block_nfe_dllm
+
+    m = models["tiny-a2d-bd3lm"]
+    cases = [("none", 16, 16), ("none", 8, 8), ("high_entropy", 16, None), ("low_confidence", 8, None)]
+    for strategy, steps, want in cases:
+        cfg = SamplerConfig(
+            length=16, steps=steps, block_length=8, strategy=strategy, remask_fraction=0.25, stop_at_eos=False
+        )
+        res = BlockDiffusionSampler(m, cfg).sample([m.encode("the cat")])
+        pred = predict_nfe(16, steps, strategy=strategy, block_length=8, remask_fraction=0.25)
+        assert int(res.nfe[0]) == pred, (strategy, steps)
+        if want is not None:
+            assert pred == want
+        assert block_nfe_dllm(int(res.nfe[0]), cfg) == pred + 2  # dllm: one KV-cache prefix pass per block
+    # the hand count for high_entropy, 8 steps on a block of 8, k = int(0.25 * 8) = 2, window from step
+    # ceil(2k * S / B) = 4: 8 decode passes + 4 scoring passes + 1 drain pass = 13 per block
+    assert predict_nfe(16, 16, strategy="high_entropy", block_length=8, remask_fraction=0.25) == 26
+
+
+def test_block_causal_passes_never_see_later_columns(models):
+    """A block-causal pass over prefix + block gives the same block logits with any later columns present."""
+    from dlmeval.models.base import block_causal_mask
+
+    m = models["tiny-a2d-bd3lm"]
+    x = torch.tensor([m.encode("the cat sat on the big red dog")[:8]])
+    mask4, pos = block_causal_mask(None, x.shape, 4)
+    full = m._head(m._run_4d(x, None, mask4, pos, False).last_hidden)
+    short = x[:, :4]
+    mask4s, poss = block_causal_mask(None, short.shape, 4)
+    part = m._head(m._run_4d(short, None, mask4s, poss, False).last_hidden)
+    assert torch.allclose(full[0, :4], part[0], atol=1e-5)
+    assert float((full[0, 4:] - m._head(m._run(x, None, None, False).last_hidden)[0, 4:]).abs().max()) > 0
+
+
+def test_block_sampler_refuses_a_bidirectional_only_family(models):
+    from dlmeval.sampling import SamplerConfig
+    from dlmeval.sampling.block import BlockDiffusionSampler, make_sampler
+
+    with pytest.raises(InputError, match="block"):
+        BlockDiffusionSampler(models["tiny-llada-moe"], SamplerConfig(length=8, steps=8))
+    with pytest.raises(InputError, match="names no block size"):
+        BlockDiffusionSampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8))
+    assert type(make_sampler(models["tiny-a2d-bd3lm"], SamplerConfig(length=8, steps=8))).__name__ == (
+        "BlockDiffusionSampler"
+    )
+    assert (
+        type(make_sampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8))).__name__
+        == "RemaskingSampler"
+    )
+
+
+# --------------------------------------------------------------------------------------------- soft-mask feedback
+def test_softmask_weight_rule_by_hand():
+    from dlmeval.sampling.softmask import SoftMask
+
+    p = torch.tensor([[0.5, 0.5, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    sm = SoftMask(k=2, omega_s=0.8, omega_a=2.0, omega_b=-1.0)
+    lam = sm.weight(p)
+    h = torch.tensor([torch.log(torch.tensor(2.0)), 0.0])
+    assert torch.allclose(lam, 0.8 * torch.sigmoid(2.0 * (-h + 1.0)), atol=1e-6)
+    assert torch.allclose(SoftMask(rule="constant", omega_s=0.3).weight(p), torch.full((2,), 0.3))
+    for bad in (dict(k=-1), dict(rule="x"), dict(omega_s=1.5), dict(omega_a=float("nan"))):
+        with pytest.raises(InputError, match="softmask"):
+            SoftMask(**bad)
+
+
+def test_softmask_feeds_the_mix_of_mask_and_top_k_embeddings(models):
+    """The embeddings a pass receives at a still-masked position are (1 - lambda) e[MASK] + lambda sum p~ e[v]."""
+    from dlmeval.sampling import SamplerConfig
+    from dlmeval.sampling.sampler import RemaskingSampler
+    from dlmeval.sampling.softmask import SoftMask
+    from dlmeval.sampling.state import Batch
+
+    m = models["tiny-a2d"]
+    sm = SoftMask(k=2, rule="constant", omega_s=0.6)
+    s = RemaskingSampler(m, SamplerConfig(length=4, steps=4), softmask=sm)
+    p = m.encode("the cat")
+    ids, attn = s._pad_batch([p])
+    st = Batch(s, ids, attn, [p], ["0"])
+    logits = torch.full((1, m.vocab_size), -30.0)
+    logits[0, 7], logits[0, 9] = 2.0, 1.0  # top-2 tokens 7 and 9, p~ = softmax([2, 1])
+    rows = torch.tensor([0])
+    st.soft.record(rows, slice(0, 4), torch.tensor([0]), torch.tensor([2]), logits)
+    e = st.soft.embeds(st, rows, st.ids)
+    emb = m.input_embeddings().weight
+    w = torch.softmax(torch.tensor([2.0, 1.0]), 0)
+    want = 0.4 * emb[m.mask_token_id] + 0.6 * (w[0] * emb[7] + w[1] * emb[9])
+    col = int(st.gen_start[0]) + 2
+    assert torch.allclose(e[0, col], want, atol=1e-5)
+    assert torch.allclose(e[0, col + 1], emb[m.mask_token_id])  # no feedback recorded there: the bare mask
+    st.soft.forget(rows, slice(0, 4), torch.tensor([[False, False, True, False]]))
+    assert st.soft.embeds(st, rows, st.ids) is None
+
+
+def test_softmask_changes_samples_not_nfe_and_zero_weight_is_plain_masking(models):
+    from dlmeval.sampling import SamplerConfig
+    from dlmeval.sampling.sampler import RemaskingSampler
+    from dlmeval.sampling.softmask import SoftMask
+
+    m = models["tiny-a2d"]
+    cfg = SamplerConfig(length=8, steps=4, strategy="none", stop_at_eos=False, temperature=0.0)
+    prompts = [m.encode("the cat"), m.encode("a dog ran")]
+    plain = RemaskingSampler(m, cfg).sample(prompts)
+    off = RemaskingSampler(m, cfg, softmask=SoftMask(omega_s=0.0)).sample(prompts)
+    assert (off.tokens == plain.tokens).all()
+    on_s = RemaskingSampler(m, cfg, softmask=SoftMask(k=3, rule="constant", omega_s=1.0))
+    on = on_s.sample(prompts)
+    assert (on.nfe == plain.nfe).all()
+    assert (on.tokens != plain.tokens).any()
+    assert on_s.config_dict()["softmask"] == {
+        "k": 3,
+        "rule": "constant",
+        "omega_s": 1.0,
+        "omega_a": 1.0,
+        "omega_b": 0.0,
+    }

@@ -168,7 +168,7 @@ class RemaskingSampler:
     def _sample_batch(self, prompt_ids: list[list[int]], item_ids: list[str]) -> SampleResult:
         t_start = time.perf_counter()
         m, cfg = self.model, self.config
-        mask_id, length = int(m.mask_token_id), cfg.length
+        length = cfg.length
         width = max(len(p) for p in prompt_ids) + length
         if width > m.max_length:
             raise InputError(

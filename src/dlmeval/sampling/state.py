@@ -42,6 +42,8 @@ class Batch:
         self.hist: dict[str, list[torch.Tensor]] = {
             k: [] for k in ("forwarded", "passes", "unmasked", "remasked", "replaced", "stable", "changed")
         }
+        self.block_causal = sampler.block_causal  # block size of block-causal passes, or None
+        self.soft = sampler.softmask.start(self) if sampler.softmask is not None else None
         self.t = 0
         self.calls = 0
         self.timing = {"total_s": 0.0, "model_s": 0.0, "fields_s": 0.0}
@@ -57,8 +59,17 @@ class Batch:
         everyone = rows.numel() == self.ids.shape[0]
         x, a = (self.ids, self.attn) if everyone else (self.ids[rows], self.attn[rows])
         pos = (rr, self.gen_start[rows][rr] + sl.start + cc)
+        kw = {}
+        if self.block_causal is not None:  # block diffusion: the prompt, finished blocks and this block only
+            end = int(self.gen_start[0]) + sl.stop  # prompts are padded to whole blocks: one start for all
+            x, a = x[:, :end], a[:, :end]
+            kw["block_size"] = self.block_causal
+        if self.soft is not None:
+            emb = self.soft.embeds(self, rows, x)
+            if emb is not None:
+                kw["inputs_embeds"] = emb
         nfe0, t0 = self.model.nfe, time.perf_counter()
-        out = self.model.logits_at(x, a, pos)
+        out = self.model.logits_at(x, a, pos, **kw)
         self.timing["model_s"] += time.perf_counter() - t0
         self.nfe[rows] += self.model.nfe - nfe0
         self.calls += 1
