@@ -277,13 +277,12 @@ def test_block_sampler_refuses_a_bidirectional_only_family(models):
         BlockDiffusionSampler(models["tiny-llada-moe"], SamplerConfig(length=8, steps=8))
     with pytest.raises(InputError, match="names no block size"):
         BlockDiffusionSampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8))
-    assert type(make_sampler(models["tiny-a2d-bd3lm"], SamplerConfig(length=8, steps=8))).__name__ == (
-        "BlockDiffusionSampler"
-    )
-    assert (
-        type(make_sampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8))).__name__
-        == "RemaskingSampler"
-    )
+    # the remasking sampler itself runs a block-diffusion family block-causally (Care needs nothing special)
+    plain = make_sampler(models["tiny-a2d-bd3lm"], SamplerConfig(length=8, steps=8))
+    assert plain.block_causal == 4 and plain.config.block_length == 4
+    assert make_sampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8)).block_causal is None
+    forced = BlockDiffusionSampler(models["tiny-a2d"], SamplerConfig(length=8, steps=8, block_length=4))
+    assert forced.block_causal == 4
 
 
 # --------------------------------------------------------------------------------------------- soft-mask feedback

@@ -52,11 +52,16 @@ class RemaskingSampler:
         config = config or SamplerConfig()
         if overrides:
             config = replace(config, **overrides)
+        from dlmeval.sampling.block import block_setup
+
+        # a block-diffusion family is sampled block-causally (its block size by default): dlmeval.sampling.block
+        config, block_causal = block_setup(model, config)
         self.model = model
-        #: soft-mask feedback (:class:`dlmeval.sampling.softmask.SoftMask`) or None
-        self.softmask = softmask
+        #: soft-mask feedback (:class:`dlmeval.sampling.softmask.SoftMask`): given, else the model's own (a
+        #: soft-masked checkpoint's settings, ``model.softmask``), else None
+        self.softmask = softmask if softmask is not None else getattr(model, "softmask", None)
         #: the block size of block-causal passes (:mod:`dlmeval.sampling.block`) or None (bidirectional)
-        self.block_causal: int | None = None
+        self.block_causal: int | None = block_causal
         self.strategy = get_strategy(config.strategy, remask_fraction=config.remask_fraction)
         self.time_conditioned = bool(getattr(model, "time_conditioned", False))
         if config.schedule is None:  # the family's own schedule; Dream's loop never re-masks
@@ -101,6 +106,8 @@ class RemaskingSampler:
         out = {**self.config.as_dict(), "nfe": self.nfe_target}
         if self.softmask is not None:
             out["softmask"] = self.softmask.as_dict()
+        if self.block_causal is not None:
+            out["attention"] = "block-causal"
         return out
 
     # ------------------------------------------------------------------ prompts
@@ -192,9 +199,15 @@ class RemaskingSampler:
         return self._result(st)
 
     def _pad_batch(self, prompt_ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(input_ids, attention_mask)`` of the prompts followed by the masked generation region."""
+        """``(input_ids, attention_mask)`` of the prompts followed by the masked generation region (block
+        diffusion: prompts left-padded to whole blocks, :func:`dlmeval.sampling.block.block_layout`)."""
         mask_id = int(self.model.mask_token_id)
-        return self.model.pad([p + [mask_id] * self.config.length for p in prompt_ids])
+        rows = [p + [mask_id] * self.config.length for p in prompt_ids]
+        if self.block_causal is not None:
+            from dlmeval.sampling.block import block_layout
+
+            return block_layout(self.model, prompt_ids, rows, self.block_causal, self.config.length)
+        return self.model.pad(rows)
 
     @property
     def _can_stop(self) -> bool:
