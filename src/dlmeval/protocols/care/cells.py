@@ -104,23 +104,50 @@ def canonical_cell(
     return dataclasses.replace(cell, steps=steps, nfe=None)
 
 
-def sampler_config(spec: CareSpec, cell: Cell, length: int | None = None):
-    from dlmeval.sampling import SamplerConfig
+def effective_cell(spec: CareSpec, cell: Cell, model: str | None = None) -> Cell:
+    """The cell as ``model`` runs it: its override's strategy for the cell's strategy and its temperature
+    (``[models."<spec>"]``, :mod:`dlmeval.protocols.model_overrides`); the cell itself without an override. The
+    cell keeps its name in the tables (the spec's shape); the model's run signature holds the override."""
+    if model is None:
+        return cell
+    ov = spec.override(model)
+    changes: dict[str, Any] = {}
+    if ov.strategy(cell.strategy) != cell.strategy:
+        changes["strategy"] = ov.strategy(cell.strategy)
+    if ov.temperature is not None and ov.temperature != cell.temperature:
+        changes["temperature"] = ov.temperature
+    return dataclasses.replace(cell, **changes) if changes else cell
+
+
+def model_schedule(spec: CareSpec, model: str | None, native: str) -> str:
+    """The schedule ``model``'s cells that never re-mask run: its override's, else the family's ``native``."""
+    ov = spec.override(model) if model is not None else None
+    return ov.schedule if ov is not None and ov.schedule is not None else native
+
+
+def sampler_config(spec: CareSpec, cell: Cell, length: int | None = None, model: str | None = None):
+    """The :class:`~dlmeval.sampling.SamplerConfig` of ``cell`` as ``model`` runs it (its override applied)."""
+    from dlmeval.sampling import STRATEGIES, SamplerConfig
 
     g = spec.generation
+    eff = effective_cell(spec, cell, model)
+    kw = spec.override(model).sampler_kwargs() if model is not None else {}
+    if STRATEGIES[eff.strategy].remasks:
+        kw.pop("schedule", None)
     return SamplerConfig(
         length=length or g.gen_tokens,
-        steps=cell.steps,
-        nfe=cell.nfe,
+        steps=eff.steps,
+        nfe=eff.nfe,
         block_length=g.block_length if length is None else None,
-        strategy=cell.strategy,
-        remask_fraction=cell.fraction,
-        temperature=cell.temperature,
+        strategy=eff.strategy,
+        remask_fraction=eff.fraction,
+        temperature=eff.temperature,
         suppress_eos=g.suppress_eos,
         eos_rank_last=g.eos_rank_last,
         stop_at_eos=True,
         seed=derive_seed(spec.seed, "care", cell.seed),
         accounting=g.accounting,
+        **kw,
     )
 
 
@@ -139,4 +166,12 @@ def downstream_cells(spec: CareSpec) -> list[Cell]:
     return list(out.values())
 
 
-__all__ = ["Cell", "canonical_cell", "downstream_cells", "plan_cells", "sampler_config"]
+__all__ = [
+    "Cell",
+    "canonical_cell",
+    "downstream_cells",
+    "effective_cell",
+    "model_schedule",
+    "plan_cells",
+    "sampler_config",
+]

@@ -45,8 +45,11 @@ def gsm8k_strict_match(text: str) -> str | None:
     return re.sub(r"\.$", "", m.group(1).replace(",", "").replace("$", ""))
 
 
-def downstream_units(spec: CareSpec, label: str, model, data_dir=None) -> list[Unit]:
-    """The downstream work of one model: ARC (when asked for), then HumanEval and GSM8K per downstream cell."""
+def downstream_units(
+    spec: CareSpec, label: str, model, data_dir=None, *, model_spec: str | None = None
+) -> list[Unit]:
+    """The downstream work of one model: ARC (when asked for), then HumanEval and GSM8K per downstream cell
+    (run as ``model_spec``'s override says)."""
     d = spec.downstream
     units = [_arc_unit(spec, label, model, data_dir)] if d.arc.n else []
     tasks = []
@@ -67,11 +70,13 @@ def downstream_units(spec: CareSpec, label: str, model, data_dir=None) -> list[U
         tasks.append(("gsm8k", work, d.gsm8k.gen_tokens))
     for task, work, length in tasks:
         for cell in downstream_cells(spec):
-            units.append(_task_unit(spec, label, model, task, cell, work, length))
+            units.append(_task_unit(spec, label, model, task, cell, work, length, model_spec))
     return units
 
 
-def _task_unit(spec: CareSpec, label: str, model, task: str, cell: Cell, work: list, length: int) -> Unit:
+def _task_unit(
+    spec: CareSpec, label: str, model, task: str, cell: Cell, work: list, length: int, model_spec=None
+) -> Unit:
     """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt."""
     sampler = []  # built on first use: a finished unit is read back without one
 
@@ -79,7 +84,9 @@ def _task_unit(spec: CareSpec, label: str, model, task: str, cell: Cell, work: l
         from dlmeval.sampling import RemaskingSampler
 
         if not sampler:
-            sampler.append(RemaskingSampler(model, sampler_config(spec, cell, length=length)))
+            sampler.append(
+                RemaskingSampler(model, sampler_config(spec, cell, length=length, model=model_spec))
+            )
         s = sampler[0]
         enc = [s.encode_prompt(prompt) for _, prompt, _ in chunk]
         keep = model.max_length - length

@@ -5,6 +5,7 @@ a sweep computes."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,13 @@ import pandas as pd
 from dlmeval.parallel import current
 from dlmeval.protocols import common
 from dlmeval.protocols.care import tables as ct
-from dlmeval.protocols.care.cells import canonical_cell, plan_cells, sampler_config
+from dlmeval.protocols.care.cells import (
+    canonical_cell,
+    effective_cell,
+    model_schedule,
+    plan_cells,
+    sampler_config,
+)
 from dlmeval.protocols.care.downstream import downstream_units
 from dlmeval.protocols.care.loop import Unit, run_units
 from dlmeval.protocols.care.markdown import markdown
@@ -111,7 +118,9 @@ def run_care(
         result.model_runs[model_spec] = run.run_id
         identities.append(model.identity())
         say(f"care: model {model_spec} -> run {run.run_id}")
-        cells, down = run_model(spec, model_label(model_spec), model, run, metrics, data_dir, progress, say)
+        cells, down = run_model(
+            spec, model_label(model_spec), model, run, metrics, data_dir, progress, say, model_spec=model_spec
+        )
         tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
         for name, df in tables.items():
             run.put_table(name, df)
@@ -148,29 +157,42 @@ def _labelled(spec: CareSpec) -> CareSpec:
     return spec.replace(models=tuple(model_label(m) for m in spec.models))
 
 
-def run_model(spec, label, model, run, metrics, data_dir, progress, say) -> tuple[list[dict], list[dict]]:
+def run_model(
+    spec, label, model, run, metrics, data_dir, progress, say, *, model_spec: str | None = None
+) -> tuple[list[dict], list[dict]]:
     """Every record of one model in ``run``: the sweep cells (:func:`sweep_units`), then the downstream checks
     (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
-    (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows."""
+    (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows.
+    ``model_spec``: the spec's name of the model (its ``[models."<spec>"]`` override applies)."""
     g = spec.generation
     prompts = {src: build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir) for src in g.sources}
-    units = sweep_units(spec, label, model, prompts, metrics)
+    units = sweep_units(spec, label, model, prompts, metrics, model_spec=model_spec)
     if spec.downstream.enabled:
-        units += downstream_units(spec, label, model, data_dir)
+        units += downstream_units(spec, label, model, data_dir, model_spec=model_spec)
     rows = run_units(run, units, say=say, progress=progress, label=label)
     return rows.get("cells", []), rows.get("down", [])
 
 
 def sweep_units(
-    spec: CareSpec, label: str, model, prompts: dict[str, list[PromptItem]], metrics
+    spec: CareSpec,
+    label: str,
+    model,
+    prompts: dict[str, list[PromptItem]],
+    metrics,
+    *,
+    model_spec: str | None = None,
 ) -> list[Unit]:
     """One unit per planned cell (:func:`~dlmeval.protocols.care.cells.plan_cells`), computed as its canonical
-    cell: a provably identical cell shares its records (run once, reported as ``same_as``)."""
+    cell: a provably identical cell shares its records (run once, reported as ``same_as``). With ``model_spec``,
+    each cell runs as that model's override says (:func:`~dlmeval.protocols.care.cells.effective_cell`; the
+    cells keep the spec's names, the run signature holds the override)."""
     tc = bool(getattr(model, "time_conditioned", False))
-    native = str(getattr(model, "native_schedule", "linear"))
+    native = model_schedule(spec, model_spec, str(getattr(model, "native_schedule", "linear")))
     units = []
     for cell in plan_cells(spec):
-        canon = canonical_cell(spec, cell, time_conditioned=tc, native_schedule=native)
+        eff = effective_cell(spec, cell, model_spec)
+        canon = canonical_cell(spec, eff, time_conditioned=tc, native_schedule=native)
+        canon = dataclasses.replace(canon, strategy=cell.strategy, temperature=cell.temperature)
         items = prompts[canon.source]
         same = canon.key != cell.key
         units.append(
@@ -181,7 +203,7 @@ def sweep_units(
                 items=items,
                 item_keys=[f"gen/{canon.key}/{p.item_id}" for p in items],
                 chunk_size=spec.generation.batch_size,
-                generate=_generator(spec, model, canon),
+                generate=_generator(spec, model, canon, model_spec),
                 finish=lambda gens, warn, canon=canon: cell_metrics(spec, canon, gens, metrics, warn),
                 row=_cell_row(label, cell, canon),
                 describe=lambda rec, canon=canon: (
@@ -204,7 +226,9 @@ def _cell_row(label: str, cell, canon) -> Callable[[dict], dict]:
     return row
 
 
-def _generator(spec: CareSpec, model, cell) -> Callable[[list, Callable], list[dict]]:
+def _generator(
+    spec: CareSpec, model, cell, model_spec: str | None = None
+) -> Callable[[list, Callable], list[dict]]:
     """The generation records of a chunk of a cell's prompts (the sampler is built on first use)."""
     sampler: list = []
 
@@ -212,7 +236,7 @@ def _generator(spec: CareSpec, model, cell) -> Callable[[list, Callable], list[d
         from dlmeval.sampling import RemaskingSampler
 
         if not sampler:
-            sampler.append(RemaskingSampler(model, sampler_config(spec, cell)))
+            sampler.append(RemaskingSampler(model, sampler_config(spec, cell, model=model_spec)))
         res = sampler[0].sample([p.ids for p in chunk], item_ids=[p.item_id for p in chunk])
         rows = []
         for p, rec in zip(chunk, res.records()):

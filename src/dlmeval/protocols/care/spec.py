@@ -16,6 +16,10 @@ field: its default and its check (``spec_field``), read by the one generic reade
     diffusion = ["default"]                    # model specs, one run per model
     evaluator = "default-ar"                   # external AR model for PPL (and featurizer = "ar")
 
+    [models."default"]                         # optional, per model: its sampler settings
+    strategies = { none = "entropy" }          # (dlmeval.protocols.model_overrides: strategies, alg_temp,
+    top_p = 0.95                               #  top_k, top_p, temperature, schedule)
+
     [generation]
     prefix_tokens = 64                         # overrides the preset
     gen_tokens = 128
@@ -82,6 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.protocols.model_overrides import NO_OVERRIDE, ModelOverride, read_overrides
 from dlmeval.protocols.spec_io import (
     as_int,
     as_str,
@@ -282,6 +287,8 @@ class CareSpec:
     headline: HeadlineSpec = table_field(HeadlineSpec)
     metrics: MetricsSpec = table_field(MetricsSpec)
     downstream: DownstreamSpec = table_field(DownstreamSpec)
+    #: ``[models."<spec>"]`` tables: per-model sampler settings (:mod:`dlmeval.protocols.model_overrides`)
+    overrides: tuple[tuple[str, ModelOverride], ...] = ()
     path: str | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ derived
@@ -294,16 +301,26 @@ class CareSpec:
         t = self.headline.temperature
         return t if t is not None else max(self.sweep.temperatures)
 
+    def override(self, model: str) -> ModelOverride:
+        """``model``'s sampler settings (``NO_OVERRIDE`` when the spec has no table for it)."""
+        return dict(self.overrides).get(model, NO_OVERRIDE)
+
     def config(self, model: str | None = None) -> dict[str, Any]:
         """The part of the spec that decides the numbers (for run signatures): no batch size, no path, and the
-        model list replaced by one ``model`` when given (one run per model)."""
+        model list replaced by one ``model`` when given (one run per model). A model's override table is part of
+        it (only where the spec has one, so a spec without any keeps its signature)."""
         d = dataclasses.asdict(self)
         d.pop("path")
         d["generation"].pop("batch_size")
         d.pop("name")
+        d.pop("overrides")
         if model is not None:
             d.pop("models")
             d["model"] = model
+            if self.override(model) != NO_OVERRIDE:
+                d["override"] = self.override(model).as_config()
+        elif self.overrides:
+            d["overrides"] = {m: ov.as_config() for m, ov in self.overrides}
         return d
 
     def replace(self, **changes: Any) -> CareSpec:
@@ -318,7 +335,10 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     """A :class:`CareSpec` from the parsed TOML/YAML mapping (validated; see the module docstring)."""
     top = as_table(raw, "", {"name", "seed", "preset", "models", *TABLES})
     head = read_fields(CareSpec, top, "", ("name", "seed", "preset"), defaults={"name": name or "care"})
-    models = read_dataclass(ModelsSpec, top.get("models"), "models")
+    models_raw = as_table(top.get("models"), "models", None)
+    own = {f.name for f in dataclasses.fields(ModelsSpec)}
+    plain = {k: v for k, v in models_raw.items() if k in own or not isinstance(v, Mapping)}
+    models = read_dataclass(ModelsSpec, plain, "models")
     gen = read_dataclass(
         GenerationSpec, top.get("generation"), "generation", base=GenerationSpec(**PRESETS[head["preset"]])
     )
@@ -355,6 +375,10 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
         raise InputError("spec: downstream needs steps or nfe budgets for its generation tasks")
     _check_sampler_settings(gen, sweep, matched, dose)
+    swept = {*sweep.strategies, *matched.strategies, dose.strategy, *downstream.strategies}
+    overrides = read_overrides({k: v for k, v in models_raw.items() if k not in own}, models.diffusion, swept)
+    for model, ov in overrides:
+        _check_sampler_settings(gen, sweep, matched, dose, ov, f'models."{model}"')
     return CareSpec(
         **head,
         models=models.diffusion,
@@ -366,6 +390,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         headline=headline,
         metrics=metrics,
         downstream=downstream,
+        overrides=overrides,
         path=path,
     )
 
@@ -389,25 +414,33 @@ def _check_headline(headline: HeadlineSpec, sweep: SweepSpec) -> None:
         )
 
 
-def _check_sampler_settings(gen, sweep, matched, dose) -> None:
+def _check_sampler_settings(gen, sweep, matched, dose, ov=None, where: str = "") -> None:
     """Every (strategy, remask fraction) the spec samples with is one the sampler accepts (e.g. a fraction that
-    would never re-mask under the paper accounting), so a bad spec fails before any run opens."""
-    from dlmeval.sampling import SamplerConfig
+    would never re-mask under the paper accounting), so a bad spec fails before any run opens; with a model's
+    override ``ov``, as that model runs them."""
+    from dlmeval.sampling import STRATEGIES, SamplerConfig
 
+    ov = ov or NO_OVERRIDE
     pairs = {(st, sweep.remask_fraction) for st in (*sweep.strategies, *matched.strategies)}
     pairs |= {(dose.strategy, f) for f in dose.fractions}
     for strategy, fraction in sorted(pairs):
+        runs = ov.strategy(strategy)
+        kw = ov.sampler_kwargs()
+        if STRATEGIES[runs].remasks:
+            kw.pop("schedule", None)  # the override's schedule is that of the cells that never re-mask
         try:
             SamplerConfig(
                 length=gen.gen_tokens,
                 steps=gen.gen_tokens,
                 block_length=gen.block_length,
-                strategy=strategy,
+                strategy=runs,
                 remask_fraction=fraction,
                 accounting=gen.accounting,
+                **kw,
             )
         except InputError as e:
-            raise InputError(f"spec: {strategy} at remask fraction {fraction:g}: {e}") from None
+            at = f"{where}: " if where else ""
+            raise InputError(f"spec: {at}{runs} at remask fraction {fraction:g}: {e}") from None
 
 
 def load_spec(ref: str | os.PathLike) -> CareSpec:
