@@ -414,3 +414,27 @@ def test_shipped_tiny_spec_runs_every_part(tmp_path):
     again = run(spec, tmp_path / "t.sqlite", None, device="cpu").tables
     for name in ("ipm", "dgcg", "probes", "comparison"):
         pd.testing.assert_frame_equal(again[name], t[name])
+
+
+def test_a_pairs_sampler_sets_top_k_and_schedule_and_only_then_its_signature_has_them(arc_file):
+    """Per-model sampler settings in a robustness spec: a pair's `sampler` table (#21)."""
+    from dlmeval.protocols.robust.responders import DLMResponder
+
+    plain = rb.parse_spec(raw_spec(arc_file))
+    pairs = [{"dlm": "tiny-bert", "ar": "tiny-causal", "sampler": {"top_k": 5, "schedule": "dream"}}]
+    tuned = rb.parse_spec(raw_spec(arc_file, pairs=pairs))
+    ep, _ = rb.model_entries(plain)
+    et, _ = rb.model_entries(tuned)
+    assert "top_k" not in plain.model_config(ep[0])["sampler"]  # records made before top_k keep their runs
+    assert tuned.model_config(et[0])["sampler"]["top_k"] == 5
+    assert tuned.model_config(et[0]) != plain.model_config(ep[0])
+    cfg = DLMResponder(tuned, et[0], None).sampler_config("arc_challenge", 1)
+    assert (cfg.top_k, cfg.schedule) == (5, "dream")
+    for bad, msg in (
+        ({"top_k": 0}, "top_k"),
+        ({"strategy": "high_entropy", "schedule": "dream"}, "never re-masks"),
+    ):
+        with pytest.raises(InputError, match=msg):
+            rb.parse_spec(
+                raw_spec(arc_file, pairs=[{"dlm": "tiny-bert", "ar": "tiny-causal", "sampler": bad}])
+            )

@@ -53,8 +53,10 @@ def applied_sampler_fields() -> dict[str, bool]:
 #: the SamplerConfig fields a robustness spec sets (the rest keep the sampler's defaults)
 SET_BY_SPEC = {
     "length", "steps", "nfe", "block_length", "strategy", "remask_fraction", "temperature", "position_temperature",
-    "suppress_eos", "eos_rank_last", "top_p", "stop_at_eos", "seed",
+    "suppress_eos", "eos_rank_last", "top_p", "stop_at_eos", "seed", "top_k", "schedule",
 }  # fmt: skip
+#: sampler settings that enter a signature only when set (added after runs were stored without them)
+ONLY_WHEN_SET = ("top_k", "schedule")
 
 
 def sampler_defaults() -> dict[str, Any]:
@@ -98,6 +100,9 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
             s.pop(k)
         s["eos"] = entry.sampler.eos_mode
         s.pop("suppress_eos")
+        for k in ONLY_WHEN_SET:
+            if s.get(k) is None:
+                s.pop(k, None)
         out["sampler"] = s
         out["applied"] = applied_sampler_fields()
         out["sampler_defaults"] = sampler_defaults()
@@ -117,6 +122,9 @@ def spec_config(spec: RobustSpec) -> dict[str, Any]:
     for k in ("path", "name"):
         d.pop(k)
     d["dlm"].pop("batch_size")
+    for k in ONLY_WHEN_SET:
+        if d["dlm"].get(k) is None:
+            d["dlm"].pop(k, None)
     d["ar"].pop("batch_size")
     d["protocol"] = PROTOCOL_VERSION
     return d

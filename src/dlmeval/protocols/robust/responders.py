@@ -141,6 +141,8 @@ class DLMResponder(Responder):
             remask_fraction=s.remask_fraction,
             temperature=s.temperature,
             position_temperature=s.position_temperature,
+            top_k=s.top_k,
+            schedule=s.schedule,
             suppress_eos=s.eos_mode == "ban",
             stop_at_eos=True,
             seed=seed,

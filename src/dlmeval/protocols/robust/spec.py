@@ -105,6 +105,12 @@ class TaskSpec:
         return get_task(self.name).configured(**dict(self.options))
 
 
+def _schedules() -> tuple[str, ...]:
+    from dlmeval.sampling import SCHEDULES
+
+    return tuple(SCHEDULES)
+
+
 @dataclass(frozen=True)
 class SamplerSpec:
     """DLM decoding settings (:class:`dlmeval.sampling.SamplerConfig`); ``batch_size`` never changes a number."""
@@ -116,11 +122,21 @@ class SamplerSpec:
     top_p: float = spec_field(1.0, float_check(1e-6, 1.0))  # nucleus of the unmask distribution (Dream 0.95)
     remask_fraction: float = spec_field(0.15, float_check(0.0, 1.0))
     position_temperature: float = spec_field(0.0, float_check(0.0))  # Dream's alg_temp
+    top_k: int | None = spec_field(
+        None, int_check(1)
+    )  # keep the k most likely tokens (Dream's top_k); None: off
+    schedule: str | None = spec_field(None, str_check(_schedules))  # None: the family's own (Dream: "dream")
     suppress_eos: bool = spec_field(False, bool_check)  # ban EOS outright (= eos "ban")
     eos: str = spec_field("keep", str_check(EOS_MODES))  # keep, ban, rank_last (LLaDA "EOS suppression on")
     batch_size: int = spec_field(16, _pos)
 
     def __post_init__(self) -> None:
+        from dlmeval.sampling import STRATEGIES
+
+        if self.schedule == "dream" and self.strategy in STRATEGIES and STRATEGIES[self.strategy].remasks:
+            raise InputError(
+                f"spec: schedule = 'dream' is Dream's own loop, which never re-masks; {self.strategy} re-masks"
+            )
         if self.suppress_eos and self.eos == "rank_last":
             raise InputError(
                 "spec: suppress_eos = true bans EOS; it cannot be combined with eos = 'rank_last'"
