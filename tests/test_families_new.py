@@ -350,3 +350,75 @@ def test_softmask_changes_samples_not_nfe_and_zero_weight_is_plain_masking(model
         "omega_a": 1.0,
         "omega_b": 0.0,
     }
+
+
+# --------------------------------------------------------------------------------------------- the leaderboard
+def test_care_leaderboard_plan_lists_the_papers_thirteen_rows_with_nfe(capsys):
+    from dlmeval.cli.main import main
+
+    assert main(["--json", "care", "care-leaderboard", "--plan"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 13
+    by = {r["model"]: r for r in rows}
+    assert [r["tier"] for r in rows].count(1) == 6 and [r["tier"] for r in rows].count(2) == 6
+    assert (
+        by["GPT-2-XL (p=0.95)"]["tier"] == "reference"
+        and by["GPT-2-XL (p=0.95)"]["sampler"] == "nucleus p=0.95"
+    )
+    # LLaDA at L = 128, 256 steps: none decodes 128 passes; high_entropy 256 + 180 + 1 (Table 3)
+    assert (by["LLaDA-8B-Base"]["nfe_baseline"], by["LLaDA-8B-Base"]["nfe_strategy"]) == (128, 437)
+    assert by["LLaDA-MoE-A1B"]["temperature"] == 0.1  # the paper's footnote
+    # Dream's own loop spends a pass at every step: none@256 is 256 passes; its entropy row never re-masks
+    assert (by["Dream-7B-Base"]["nfe_baseline"], by["Dream-7B-Base"]["nfe_strategy"]) == (256, 256)
+    assert "entropy" in by["Dream-7B-Base"]["sampler"]
+    assert "soft-mask" in by["SM-Dream-7B"]["sampler"]
+    assert by["GPT-2-XL (p=0.95)"]["nfe_baseline"] == 128
+
+
+def test_leaderboard_spec_errors_name_the_key(tmp_path):
+    from dlmeval.protocols.care.leaderboard import parse_leaderboard
+
+    base = {
+        "kind": "care-leaderboard",
+        "preset": "tiny",
+        "models": {"evaluator": "tiny-causal"},
+        "rows": [{"label": "a", "model": "tiny-llada", "tier": 1}],
+    }
+    parse_leaderboard(base)
+    for bad, msg in (
+        ({"rows": [{"label": "a", "model": "tiny-llada", "tier": 3}]}, "tier"),
+        ({"rows": [{"model": "tiny-llada", "tier": 1}]}, "label is required"),
+        ({"rows": [{"label": "a", "model": "tiny-llada", "tier": 1, "softmask": {"k": -1}}]}, "softmask"),
+        ({"models": {"diffusion": ["tiny-llada"]}}, "models.diffusion"),
+        ({"rows": [{"label": "a", "model": "tiny-llada", "tier": 1, "strategy": "nope"}]}, "strategy"),
+    ):
+        with pytest.raises(InputError, match=msg):
+            parse_leaderboard({**base, **bad})
+
+
+@pytest.mark.slow
+def test_care_leaderboard_tiny_runs_end_to_end_and_prints_the_tiered_table(tmp_path, capsys):
+    from dlmeval.cli.main import main
+
+    store = str(tmp_path / "lb.sqlite")
+    assert (
+        main(
+            ["--store", store, "--json", "--no-progress", "care", "care-leaderboard-tiny", "--device", "cpu"]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    table = out["table"]
+    rows = {r["model"]: r for r in (dict(zip(table["columns"], v)) for v in table["rows"])}
+    assert len(rows) == 9
+    assert rows["tiny-causal (p=0.95)"]["tier"] == "reference"
+    for label, r in rows.items():
+        assert 0 <= r["mauve_none"] <= 1, label
+        if r["tier"] != "reference":
+            assert r["nfe_none"] <= 16 and r["nfe_strategy"] <= 28, label
+    # a row with soft-mask feedback is its own Care run (the feedback is in the model identity)
+    assert rows["tiny-sm-dream"]["care_run"] != rows["tiny-dream"]["care_run"]
+    assert main(["--store", store, "leaderboard", "-o", str(tmp_path / "lb")]) == 0
+    text = capsys.readouterr().out
+    assert "| Tier | Model | Scale | PPL none | MAUVE none |" in text
+    assert "| reference | tiny-causal (p=0.95) |" in text and "tiny-dream (entropy)‡" in text

@@ -1,6 +1,7 @@
 """``dlmeval leaderboard``: the Care leaderboard over every model in the store, as HTML, Markdown and CSV.
 
-One row per Care run and prefix source: MAUVE of the baseline (``none``) and the strategy (``high_entropy``) at
+A ``care-leaderboard`` run (``dlmeval care care-leaderboard``) is printed first in the paper's shape (Table 21:
+Tier 1, Tier 2, the AR reference, each row's tier). Then one row per Care run and prefix source: MAUVE of the baseline (``none``) and the strategy (``high_entropy``) at
 the headline configuration, the interaction gap (± paired SE, p), PPL, actual NFE, HumanEval / GSM8K / ARC, and the
 run's signature. ``-o NAME`` writes ``NAME.html``, ``NAME.md`` and ``NAME.csv`` (``--format`` picks some); the
 Markdown goes to stdout as well unless ``--quiet``.
@@ -37,6 +38,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _tiered_tables(args, store_path) -> list[tuple[str, str]]:
+    """The paper-shaped table (tiers, the AR reference) of each ``care-leaderboard`` run in the store (the given
+    runs only when RUN ids are named)."""
+    from dlmeval.protocols.care.leaderboard import RUN_KIND, paper_table_markdown
+    from dlmeval.store import RunStore
+
+    out = []
+    with RunStore(store_path, must_exist=True) as store:
+        wanted = set(args.runs or [])
+        for info in store.list_runs(RUN_KIND):
+            run = store.get_run(info["run_id"])
+            if wanted and not any(run.run_id.startswith(w) for w in wanted):
+                continue
+            if "leaderboard_rows" in run.tables():
+                out.append(
+                    (
+                        f"Care leaderboard (run {run.run_id})",
+                        paper_table_markdown(run.get_table("leaderboard_rows")),
+                    )
+                )
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from dlmeval.report.leaderboard import leaderboard_frame, leaderboard_markdown, write_leaderboard
     from dlmeval.store import RunStore, frame_records
@@ -53,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         print(jsonsafe.dumps({"paths": {k: str(v) for k, v in paths.items()}, **frame_records(df)}))
         return 0
     if not args.quiet:
+        for title, table in _tiered_tables(args, getattr(args, "store", None)):
+            print(f"{title}\n\n{table}\n")
         print(leaderboard_markdown(df))
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
