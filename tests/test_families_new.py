@@ -422,3 +422,51 @@ def test_care_leaderboard_tiny_runs_end_to_end_and_prints_the_tiered_table(tmp_p
     text = capsys.readouterr().out
     assert "| Tier | Model | Scale | PPL none | MAUVE none |" in text
     assert "| reference | tiny-causal (p=0.95) |" in text and "tiny-dream (entropy)‡" in text
+
+
+def test_softmask_never_feeds_the_mask_token_back(models):
+    from dlmeval.sampling import SamplerConfig
+    from dlmeval.sampling.sampler import RemaskingSampler
+    from dlmeval.sampling.softmask import SoftMask
+    from dlmeval.sampling.state import Batch
+
+    m = models["tiny-a2d"]
+    s = RemaskingSampler(m, SamplerConfig(length=4, steps=4), softmask=SoftMask(k=2))
+    p = m.encode("the cat")
+    st = Batch(s, *s._pad_batch([p]), [p], ["0"])
+    logits = torch.full((1, m.vocab_size), -30.0)
+    logits[0, m.mask_token_id], logits[0, 7], logits[0, 9] = 5.0, 2.0, 1.0
+    st.soft.record(torch.tensor([0]), slice(0, 4), torch.tensor([0]), torch.tensor([1]), logits)
+    assert sorted(st.soft.ids[0, 1].tolist()) == [7, 9]
+
+
+def test_bert_chat_prompts_go_through_dllms_template(models):
+    """The chat path of the tasks (HumanEval / GSM8K prompts) formats with BERT-Chat's template."""
+    from dlmeval.tasks.base import chat_formatter
+
+    fmt = chat_formatter(models["tiny-bert-chat"])
+    assert fmt("the cat").startswith("[Question]\nthe cat\n[/Question]") and fmt("the cat").endswith(
+        "[Answer]\n"
+    )
+
+
+def test_diffullama_without_a_mask_token_is_refused(tmp_path):
+    from dlmeval.models.diffullama import load_diffullama
+    from dlmeval.models.standin_families import standin_dir
+
+    d = tmp_path / "nomask"
+    shutil.copytree(standin_dir("diffullama"), d)
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        cfg = json.loads((d / name).read_text())
+        cfg.pop("mask_token", None)
+        (d / name).write_text(json.dumps(cfg))
+    tj = json.loads((d / "tokenizer.json").read_text())
+    tj["added_tokens"] = [t for t in tj["added_tokens"] if t["content"] != "[MASK]"]
+    (d / "tokenizer.json").write_text(json.dumps(tj))
+    cfg = json.loads((d / "tokenizer_config.json").read_text())
+    cfg["added_tokens_decoder"] = {
+        k: v for k, v in cfg.get("added_tokens_decoder", {}).items() if v["content"] != "[MASK]"
+    }
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="no mask token"):
+        load_diffullama(str(d), dtype="float32")

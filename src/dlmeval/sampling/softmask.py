@@ -8,7 +8,8 @@ The rule, as the paper states it (Sec. 3; its code was not found, so this follow
 
 with ``p`` the model's previous-step distribution at that position (softmax of its logits, the padded vocabulary
 excluded), ``v_i`` / ``p_i`` its ``k`` most probable tokens and ``p~_i = p_i / sum_top-k p`` (the top-k
-probabilities renormalised: a convex combination), and the mixing weight a function of the distribution's
+probabilities renormalised: a convex combination; the mask token itself is never a candidate), and the mixing
+weight a function of the distribution's
 confidence, its negative entropy ``-H(p)`` (nats):
 
     lambda(p) = omega_s * sigmoid(omega_a * (-H(p) - omega_b))        (``rule="entropy"``)
@@ -87,6 +88,7 @@ class SoftMaskState:
         n, length = st.tokens.shape
         dev = st.tokens.device
         self.cfg = cfg
+        self.mask_id = int(st.model.mask_token_id)
         k = max(cfg.k, 1)
         self.ids = torch.zeros((n, length, k), dtype=torch.long, device=dev)
         self.w = torch.zeros((n, length, k), dtype=torch.float32, device=dev)
@@ -100,10 +102,13 @@ class SoftMaskState:
     def record(
         self, rows: torch.Tensor, sl: slice, rr: torch.Tensor, cc: torch.Tensor, logits: torch.Tensor
     ) -> None:
-        """Keep the top-k of the distributions ``logits`` ``[N, V]`` at block positions ``(rr, cc)`` of ``rows``."""
+        """Keep the top-k of the distributions ``logits`` ``[N, V]`` at block positions ``(rr, cc)`` of ``rows``
+        (the mask token itself is never a candidate: feeding it back would only re-weight e[MASK])."""
         if not self.active or rr.numel() == 0:
             return
-        p = torch.softmax(logits.float(), dim=-1)
+        z = logits.float().clone()
+        z[:, self.mask_id] = torch.finfo(z.dtype).min
+        p = torch.softmax(z, dim=-1)
         top, idx = p.topk(self.cfg.k, dim=-1)
         r, c = rows[rr], sl.start + cc
         self.ids[r, c] = idx
