@@ -25,7 +25,9 @@ controlled factor), ``task_temperature`` (what a task's own ``temperature`` gene
 the default: the model argument wins and a differing request value is reported once in ``lm.warnings``; ``use``:
 the request's value replaces it; ``refuse``: a differing value is an error), ``seed``, ``batch_size``; scoring:
 ``n_masks``,
-``n_rates`` (the DiffScore estimator's K and T); ``nfe_log`` (a JSONL file that receives one record per request).
+``n_rates`` (the DiffScore estimator's K and T); ``ll_estimator`` (``diffscore``, the default, or ``llada``: LLaDA's
+own ``get_log_likelihood``) with its ``mc_num`` (128) and ``mc_batch`` (16); ``nfe_log`` (a JSONL file that
+receives one record per request).
 
 How each request type is answered:
 
@@ -36,6 +38,11 @@ How each request type is answered:
   when the whole continuation is masked at once. Note: the scorer lays out context and continuation with the
   tokenizer's pair template (a separator between them, see :mod:`dlmeval.scoring.configs`), not as one
   concatenated string;
+  with ``ll_estimator=llada``: LLaDA's ``get_log_likelihood`` on the same layout
+  (:mod:`dlmeval.scoring.llada_ll`: ``mc_num // mc_batch`` passes of ``mc_batch`` rows, stratified mask counts, each
+  row's cross-entropy over ``m / L``). Estimands: ``diffscore`` the DiffScore rate grid's quadrature of the ELBO (its
+  T-point grid biases it at small T); ``llada`` the mask-count ELBO when ``L / mc_batch`` avoids halves, else the
+  ELBO under LLaDA's half-to-even rounded counts (:func:`dlmeval.scoring.llada_ll.count_weights`; docs/care.md);
 * ``loglikelihood_rolling(text)``: the marginal estimator (the whole text masked), ``score x n_tokens``;
 * ``generate_until(context, gen_kwargs)``: :class:`dlmeval.sampling.RemaskingSampler` with the model arguments,
   cut at the first ``until`` string.
@@ -72,6 +79,8 @@ MODEL_NAME = "dlmeval"
 _log = logging.getLogger("dlmeval.lm_eval")
 #: what a task's own ``temperature`` generation argument does (model argument ``task_temperature``)
 TASK_TEMPERATURE = ("ignore", "use", "refuse")
+#: the ``loglikelihood`` estimators (module doc)
+LL_ESTIMATORS = ("diffscore", "llada")
 
 
 def _bool(v: Any) -> bool:
@@ -115,6 +124,9 @@ class DlmevalLM(LM):
         batch_size: int | str = 16,
         n_masks: int | str = 5,
         n_rates: int | str = 5,
+        ll_estimator: str = "diffscore",
+        mc_num: int | str = 128,
+        mc_batch: int | str = 16,
         nfe_log: str | None = None,
         lm=None,
         **unused: Any,
@@ -158,6 +170,15 @@ class DlmevalLM(LM):
         self.seed = int(seed)
         self._batch_size = max(1, int(batch_size))
         self.n_masks, self.n_rates = int(n_masks), int(n_rates)
+        if ll_estimator not in LL_ESTIMATORS:
+            raise InputError(
+                f"ll_estimator={ll_estimator!r}; choose one of {', '.join(LL_ESTIMATORS)} (diffscore: the DiffScore "
+                "conditional estimator; llada: LLaDA's get_log_likelihood with stratified mask counts)"
+            )
+        self.ll_estimator = ll_estimator
+        self.mc_num, self.mc_batch = int(mc_num), int(mc_batch)
+        if self.mc_batch < 1 or self.mc_num < self.mc_batch:
+            raise InputError(f"mc_num ({mc_num}) must be at least mc_batch ({mc_batch}) >= 1")
         self.nfe_log = nfe_log
         self.nfe_records: list[dict[str, Any]] = []
         self.unused_args = dict(unused)
@@ -202,6 +223,8 @@ class DlmevalLM(LM):
         pairs = [tuple(r.args[:2]) for r in requests]
         if not pairs:
             return []
+        if self.ll_estimator == "llada":
+            return self._loglikelihood_llada(pairs)
         scorer = self._scorer()
         ids = [_request_id("ll", c, x) for c, x in pairs]
         nfe0 = self.lm.nfe
@@ -219,6 +242,28 @@ class DlmevalLM(LM):
             ]
         )
         return out
+
+    def _loglikelihood_llada(self, pairs) -> list[tuple[float, bool]]:
+        """LLaDA's ``get_log_likelihood`` (:func:`dlmeval.scoring.llada_ll.llada_log_likelihood`) on the same
+        token layout as the default estimator, its draws seeded by (run seed, request id)."""
+        from dlmeval.scoring.llada_ll import llada_log_likelihood
+        from dlmeval.seeding import derive_seed, torch_generator
+
+        fmt = self._scorer().formatter
+        out, recs = [], []
+        for i, (c, x) in enumerate(pairs):
+            lay = fmt.layout("cond", x, c)
+            nfe0 = self.lm.nfe
+            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", _request_id("ll", c, x)))
+            val = llada_log_likelihood(
+                self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
+            )
+            a, b = lay.candidate
+            recs.append({"type": "loglikelihood", "index": i, "nfe": self.lm.nfe - nfe0, "n_tokens": b - a})
+            out.append(val)
+        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
+        self._record(recs)
+        return [(v, bool(g)) for v, g in zip(out, greedy)]
 
     def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
         """Whether the argmax reproduces every continuation token with the whole continuation masked."""
