@@ -266,7 +266,17 @@ def test_block_causal_passes_never_see_later_columns(models):
     mask4s, poss = block_causal_mask(None, short.shape, 4)
     part = m._head(m._run_4d(short, None, mask4s, poss, False).last_hidden)
     assert torch.allclose(full[0, :4], part[0], atol=1e-5)
-    assert float((full[0, 4:] - m._head(m._run(x, None, None, False).last_hidden)[0, 4:]).abs().max()) > 0
+    from dlmeval.models.a2d import padding_mask
+
+    bidir = m._head(m._run_4d(x, None, *padding_mask(None, 1, 8, x.device), False).last_hidden)
+    assert float((full[0, :4] - bidir[0, :4]).abs().max()) > 1e-4  # a bidirectional pass would see block 2
+    # a plain pass (scoring) is block-causal too, blocks counted from the first real token: equal to the
+    # physical blocks when there is no padding, and unchanged by left padding
+    assert torch.allclose(m.logits(x, torch.ones_like(x)), m._vocab_masked(full.float()), atol=1e-5)
+    ids, attn = m.pad([x[0].tolist(), x[0, :3].tolist()])
+    assert torch.allclose(
+        m.logits(ids, attn)[1, -3:], m.logits(x[:, :3], torch.ones(1, 3, dtype=torch.long))[0], atol=1e-5
+    )
 
 
 def test_block_sampler_refuses_a_bidirectional_only_family(models):

@@ -4,7 +4,8 @@ the Care leaderboard's Tiny-A2D rows, ``dllm-hub/Qwen3-0.6B-diffusion-{mdlm,bd3l
 * ``a2d:PATH`` (MDLM): the AR network with **bidirectional** attention (dllm's ``A2DQwen2Model`` replaces the
   causal mask by a padding-only 4-D mask); sampled by the remasking sampler like LLaDA;
 * ``a2d-bd3lm:PATH`` (BD3LM): the same network run **block-causally** (a block sees itself and the blocks
-  before it, dllm's ``_prepare_for_sampling``), sampled block by block by :mod:`dlmeval.sampling.block`.
+  before it, dllm's ``_prepare_for_sampling``), sampled block by block by :mod:`dlmeval.sampling.block`; plain
+  passes (scoring, ``check-model``) are block-causal too, blocks counted from the first real token.
 
 Quirks kept here (docs/models.md, "A2D"):
 
@@ -101,10 +102,27 @@ class A2DLM(HFBidirectionalLM):
 
 
 class A2DBlockLM(A2DLM):
-    """The BD3LM variant: the same network; :mod:`dlmeval.sampling.block` runs it block-causally."""
+    """The BD3LM variant: the same network, run block-causally as it was trained. Plain passes (``logits``,
+    ``score_positions``, ``forward``) count blocks of ``block_size`` from each row's first real token (so padding
+    changes nothing); the sampler (:mod:`dlmeval.sampling.block`) passes physical blocks over a prompt padded to
+    whole blocks, as dllm's BD3LM sampler does."""
 
     family = "a2d-bd3lm"
     block_size = BD3LM_BLOCK
+
+    def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        x = input_ids if input_ids is not None else inputs_embeds
+        b, n = x.shape[0], x.shape[1]
+        am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask
+        keep = am.bool()
+        first = am.long().argmax(1)
+        blk = (torch.arange(n, device=x.device)[None] - first[:, None]).clamp(min=0) // int(self.block_size)
+        mask4 = (
+            (blk[:, None, None, :] <= blk[:, None, :, None]) & keep[:, None, None, :] & keep[:, None, :, None]
+        )
+        mask4 = mask4 | torch.eye(n, dtype=torch.bool, device=x.device)
+        pos = torch.where(keep, am.long().cumsum(-1) - 1, 0)
+        return self._run_4d(input_ids, inputs_embeds, mask4, pos, output_hidden_states)
 
 
 def read_config(path: str, types: dict[str, str]) -> tuple[dict, str]:
