@@ -2,7 +2,12 @@
 leaderboard's SM-Dream-7B row): a position that stays masked after a step is fed, at the next pass, a mix of the
 mask embedding and the embeddings of the previous step's top-``k`` predicted tokens instead of the bare mask.
 
-The rule, as the paper states it (Sec. 3; its code was not found, so this follows the text):
+The rule, as the paper states it (Sec. 3). The authors' code was found only in part: the opening of
+``softmasking_utils.py`` in the Hugging Face repo ``smoorsmith/Dream-coder-test`` (an author's; revision ded928f)
+was readable through the search tools, with ``SMArgs(sm_alg="mixinputs_with_topk" | "mixinputs_with_temp",
+sm_schedule="none" | "linear" | "stepwise", scale, steepness, offset, mixinputs_k=3, mixinputs_temp)``: a
+sigmoid map from the *negative entropy* to lambda with a scale, a steepness and an offset, the mix formed against
+a one-hot of ``x_t``. So here:
 
     e~ = (1 - lambda(p)) * e[MASK] + lambda(p) * sum_{i in top-k(p)} p~_i * e[v_i]
 
@@ -14,8 +19,12 @@ confidence, its negative entropy ``-H(p)`` (nats):
 
     lambda(p) = omega_s * sigmoid(omega_a * (-H(p) - omega_b))        (``rule="entropy"``)
 
-``omega_s`` in [0, 1] bounds the share given to the predictions, ``omega_a`` (> 0) is the slope and ``omega_b``
-the entropy at which lambda is half its bound (a soft-masked checkpoint learns the three; pass its values).
+``omega_s`` in [0, 1] bounds the share given to the predictions (its ``scale``), ``omega_a`` (> 0) is the
+slope (``steepness``) and ``omega_b`` the negative entropy at which lambda is half its bound (``offset``; a
+published ``transparency_config.json`` of the authors, ``smoorsmith/peft_test``, has steepness 6.75, centre
+-0.832, k = 1). A soft-masked checkpoint learns the three: pass its values. Not reproduced (the rest of the file
+was not readable): the time schedules of ``scale`` (``linear``, ``stepwise``), the ``mixinputs_with_temp``
+variant, and whether the top-k weights are renormalised (here they are).
 ``rule="constant"`` uses ``lambda = omega_s`` everywhere (an ablation). ``k = 0`` or ``omega_s = 0`` is plain
 masking.
 
