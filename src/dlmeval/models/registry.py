@@ -60,15 +60,22 @@ def _needs_path():
 
 
 def model_entries() -> list[ModelEntry]:
-    """The rows of ``dlmeval models``: each registered family's form (then its stand-in), in registration order."""
+    """The rows of ``dlmeval models``: each registered family's form, then the stand-ins, in the order of
+    :data:`~dlmeval.models.family.FAMILY_MODULES` (families registered elsewhere last)."""
+    from dlmeval.models.family import FAMILY_MODULES
+
+    order = {m: i for i, m in enumerate(FAMILY_MODULES)}
+    fams = sorted(
+        FAMILIES.values(), key=lambda f: order.get(f.module, len(order))
+    )  # stable: registration order
     rows = []
-    for fam in FAMILIES.values():
+    for fam in fams:
         desc = fam.description
         if fam.remote_code:
             desc += f"; transformers {SUPPORTED_TRANSFORMERS}"
         avail = fam.available or (_needs_path if fam.prefix else _always)
         rows.append(ModelEntry(fam.spec, fam.kind, desc, avail, fam.name))
-    for fam in FAMILIES.values():
+    for fam in fams:
         if fam.standin:
             rows.append(ModelEntry(fam.standin, fam.kind, fam.standin_description, _always, fam.name))
     return rows
