@@ -1,0 +1,210 @@
+"""The hostile-user half of the bad-input battery (issue 25; tests/test_bad_inputs.py is the careless-user half):
+generated code that tries to get out, through the CLI path HumanEval takes (`dlmeval care`); ranks that read
+different inputs; an adapter on the wrong base; NaN / inf human scores; interrupted runs; offline downloads; a
+directory where a file should be.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dlmeval import sandbox
+from dlmeval.cli.main import main
+from dlmeval.store import RunStore
+
+ISOLATED = sandbox.layers().ok
+
+CARE_SPEC = """\
+name = "care-hostile"
+seed = 0
+preset = "tiny"
+
+[models]
+diffusion = ["tiny-llada"]
+evaluator = "tiny-causal"
+
+[generation]
+n_prompts = 2
+batch_size = 2
+sources = ["webtext"]
+
+[sweep]
+strategies = ["none", "high_entropy"]
+steps = [4]
+temperatures = [0.0]
+seeds = [1]
+
+[headline]
+baseline = "none"
+strategy = "high_entropy"
+steps = 4
+temperature = 0.0
+bootstrap_resamples = 100
+
+[metrics]
+featurizer = "ar"
+n_reference = 4
+reference_words = 8
+self_bleu_max = 4
+
+[downstream]
+strategies = ["none"]
+steps = [4]
+temperatures = [0.0]
+seeds = [1]
+humaneval = { n = 1, gen_tokens = 4, timeout_s = 10 }
+"""
+
+
+def _payload(out: str, port: int, pid: int) -> str:
+    """Every way out the issue found, as module-level code of a HumanEval prompt: a write through ``dir_fd``, a
+    subinterpreter (no audit hook there) that writes, runs ``os.system`` and forks, ``os.system``, a socket, a kill
+    of an outside process, a fork bomb and a plain write."""
+    inner = textwrap.dedent(
+        f"""
+        import os
+        open({out!r} + "/subinterp.txt", "w").write("x")
+        os.system("touch {out}/subinterp-system.txt")
+        for _ in range(300):
+            if os.fork() == 0:
+                os._exit(0)
+        """
+    )
+    return textwrap.dedent(
+        f"""
+        import os, socket
+        def attempt(fn):
+            try:
+                fn()
+            except BaseException as e:
+                print("BLOCKED", type(e).__name__, flush=True)
+        def dirfd_write():
+            fd = os.open({out!r}, os.O_RDONLY)
+            os.close(os.open("dirfd.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+        def subinterp():
+            import _xxsubinterpreters as si
+            si.run_string(si.create(isolated=False), {inner!r})
+        def bomb():
+            for _ in range(300):
+                if os.fork() == 0:
+                    import time
+                    time.sleep(5)
+                    os._exit(0)
+        attempt(dirfd_write)
+        attempt(subinterp)
+        attempt(lambda: os.system("touch {out}/system.txt"))
+        attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3))
+        attempt(lambda: os.kill({pid}, 9))
+        attempt(bomb)
+        attempt(lambda: open({out!r} + "/plain.txt", "w").write("x"))
+        """
+    )
+
+
+def _care_data(root: Path, prompt_code: str) -> Path:
+    from dlmeval.models.tiny import TINY_WORDS
+
+    words = [w for w in TINY_WORDS if w.isalpha()]
+    (root / "reference-text").mkdir(parents=True)
+    (root / "tasks").mkdir()
+    with open(root / "reference-text" / "webtext_test.jsonl", "w") as fh:
+        for i in range(12):
+            fh.write(json.dumps({"text": " ".join(words[(i + j) % len(words)] for j in range(14))}) + "\n")
+    # the completion lands inside a string literal, so the payload runs whatever the tiny model writes
+    he = {
+        "task_id": "HumanEval/0",
+        "prompt": prompt_code + 'def one():\n    return 1\n_COMPLETION = """\n',
+        "entry_point": "one",
+        "canonical_solution": "",
+        "test": '"""\ndef check(f):\n    assert f() == 1\n',
+    }
+    with gzip.open(root / "tasks" / "HumanEval.jsonl.gz", "wt") as fh:
+        fh.write(json.dumps(he) + "\n")
+    return root
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    """A world-writable directory under /tmp, a listener, an outside victim process of the child's user, and a Care
+    data directory whose HumanEval prompt attacks all three."""
+    out = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
+    os.chmod(out, 0o777)
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.setblocking(False)
+    victim = subprocess.Popen(["sleep", "300"], **sandbox.drop_to())
+    (tmp_path / "s.toml").write_text(CARE_SPEC)
+    data = _care_data(tmp_path / "data", _payload(out, srv.getsockname()[1], victim.pid))
+    yield {"out": out, "srv": srv, "victim": victim, "spec": tmp_path / "s.toml", "data": data}
+    victim.kill()
+    victim.wait()
+    srv.close()
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def _connected(srv: socket.socket) -> bool:
+    try:
+        srv.accept()[0].close()
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _care(store: Path, h: dict, *extra: str) -> int:
+    return main(
+        [*extra, "--store", str(store), "--no-progress", "care", str(h["spec"]), "--data-dir", str(h["data"])]
+    )
+
+
+def _isolation_notes(store: Path) -> list[str]:
+    with RunStore(store) as st:
+        return [w for r in st.list_runs() for w in st.get_run(r["run_id"]).warnings() if "isolation" in w]
+
+
+@pytest.mark.skipif(not ISOLATED, reason=f"no OS isolation here: {sandbox.isolation_problem()}")
+def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch):
+    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
+    assert _care(tmp_path / "runs.sqlite", hostile) == 0
+    assert os.listdir(hostile["out"]) == []  # no write: dir_fd, subinterpreter, os.system, plain
+    assert not _connected(hostile["srv"])
+    assert hostile["victim"].poll() is None
+    (note,) = set(_isolation_notes(tmp_path / "runs.sqlite"))
+    assert "fs+netns+pidns+nproc" in note and "unsafe" not in note
+
+
+def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile, monkeypatch, capsys):
+    """No bubblewrap: the probes find no file-system layer, `dlmeval care` refuses in one line before a store
+    exists; with --sandbox-unsafe it runs, the run records `+unsafe`, and the dir_fd write of the issue reaches
+    /tmp (the control: the test above can fail)."""
+    from dlmeval.sandbox import launch
+
+    monkeypatch.setenv(launch.BWRAP_ENV, "0")
+    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
+    monkeypatch.delenv(sandbox.SAME_USER_ENV, raising=False)
+    for f in (launch.launcher, sandbox.layers):
+        f.cache_clear()
+    try:
+        store = tmp_path / "runs.sqlite"
+        assert _care(store, hostile) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "refusing to run generated code" in err and "lacks fs" in err
+        assert not store.exists()
+        assert _care(store, hostile, "--sandbox-unsafe") == 0
+        notes = set(_isolation_notes(store))
+        assert len(notes) == 1 and "plain:" in next(iter(notes)) and "+unsafe" in next(iter(notes))
+        assert "dirfd.txt" in os.listdir(hostile["out"])
+    finally:
+        monkeypatch.delenv(launch.BWRAP_ENV)
+        for f in (launch.launcher, sandbox.layers):
+            f.cache_clear()
