@@ -208,3 +208,63 @@ def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile
         monkeypatch.delenv(launch.BWRAP_ENV)
         for f in (launch.launcher, sandbox.layers):
             f.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------- meta-eval data
+META = ["meta-eval", "--benchmarks", "SFHOT", "--limit", "30", "--metrics", "lexical", "--bootstrap", "0"]
+
+
+def _sfhot_copy(data_root: Path, dest: Path, edit=None) -> tuple[Path, Path]:
+    import pickle
+
+    from dlmeval.data.bartscore import bartscore_path
+    from dlmeval.data.safepickle import safe_load_pickle
+
+    src = bartscore_path("SFHOT", data_root)
+    out = dest / src.relative_to(data_root)
+    out.parent.mkdir(parents=True)
+    data = safe_load_pickle(src)
+    if edit is not None:
+        edit(data)
+    with open(out, "wb") as fh:
+        pickle.dump(data, fh)
+    return dest, out
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+def test_non_finite_human_score_is_refused_before_the_store_with_file_item_dimension(
+    data_root, tmp_path, capsys, bad
+):
+    from dlmeval.data.bartscore import BARTSCORE_BENCHMARKS
+
+    dim = BARTSCORE_BENCHMARKS["SFHOT"].dimensions[0]
+    keys = {}
+
+    def edit(data):  # SFHOT is a D2T set: one judged output per pickle key
+        key = list(data)[3]
+        data[key]["scores"][dim] = bad
+        keys["item"] = key
+
+    root, pkl = _sfhot_copy(data_root, tmp_path / "data", edit)
+    store = tmp_path / "runs.sqlite"
+    rc = main(
+        ["--store", str(store), "--no-progress", *META, "--data-dir", str(root), "--out", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert str(pkl) in err and f"item {keys['item']!r}" in err
+    assert f"human score {dim!r} is {bad!r}, not a finite number" in err
+    assert not store.exists()
+
+
+def test_a_directory_where_data_pkl_should_be_says_so(data_root, tmp_path, capsys):
+    from dlmeval.data.bartscore import bartscore_path
+
+    pkl = tmp_path / "data" / bartscore_path("SFHOT", data_root).relative_to(data_root)
+    pkl.mkdir(parents=True)  # a directory named data.pkl
+    store = tmp_path / "runs.sqlite"
+    argv = ["--store", str(store), "--no-progress", *META, "--data-dir", str(tmp_path / "data"), "--out", "o"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{pkl} is a directory, not a file" in err and "not found" not in err
+    assert not store.exists()
