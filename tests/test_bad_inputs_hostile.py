@@ -268,3 +268,57 @@ def test_a_directory_where_data_pkl_should_be_says_so(data_root, tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert f"{pkl} is a directory, not a file" in err and "not found" not in err
     assert not store.exists()
+
+
+# ---------------------------------------------------------------------------------------------- adapters
+def test_an_adapter_on_another_base_is_refused_and_the_override_is_recorded(tmp_path, capsys):
+    import torch
+
+    from dlmeval.models.tiny import tiny_model
+    from dlmeval.train.finetune import FinetuneConfig, finetune
+
+    pairs = [{"source": "the cat sat on the mat .", "target": "a cat sat ."}] * 2
+    finetune(
+        tiny_model("bert"), pairs, FinetuneConfig(steps=1, batch_size=2, rank=2, alpha=4), tmp_path / "ad"
+    )
+    other = tiny_model("bert")  # the same shapes, other weights
+    with torch.no_grad():
+        next(other.module.parameters()).add_(0.01)
+    other.module.save_pretrained(tmp_path / "other")
+    other.tokenizer.save_pretrained(tmp_path / "other")
+    store = tmp_path / "runs.sqlite"
+
+    def score(model: str, *flags: str) -> tuple[int, str, str]:
+        argv = [*flags, "--json", "--no-progress", "--store", str(store), "score", "--model", model]
+        argv += [
+            "--adapter",
+            str(tmp_path / "ad"),
+            "--text",
+            "--candidates",
+            "a cat",
+            "--sources",
+            "the cat sat",
+        ]
+        argv += ["-K", "2", "-T", "2"]
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        return rc, out, err.strip()
+
+    rc, _, err = score(f"hf:{tmp_path / 'other'}")
+    want = json.loads((tmp_path / "ad" / "dlmeval_train.json").read_text())["base_identity"]["weights_sha256"]
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "trained on tiny-bert from tiny:bert:seed=0 (weights sha256 " + want[:12] in err
+    assert "is being loaded onto" in err
+    assert str(tmp_path / "other") in err and "--adapter-any-base" in err
+    assert not store.exists()
+    rc, out, _ = score(f"hf:{tmp_path / 'other'}", "--adapter-any-base")
+    assert rc == 0
+    with RunStore(store) as st:
+        (run,) = [st.get_run(r["run_id"]) for r in st.list_runs()]
+        base = run.signature.models[0]["adapter"]["base"]
+    assert base["check"].startswith("overridden") and base["expected"] == want != base["found"]
+    rc, out, _ = score("tiny-bert")  # the base it was trained on: accepted, nothing extra in the identity
+    assert rc == 0
+    with RunStore(store) as st:
+        ids = [st.get_run(r["run_id"]).signature.models[0]["adapter"] for r in st.list_runs()]
+    assert len(ids) == 2 and "base" not in ids[1]

@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept the risk of running generated code (HumanEval) where the sandbox's start-up probes found a "
         "required isolation layer missing (it refuses otherwise; the run records it)",
     )
+    p.add_argument(
+        "--adapter-any-base",
+        action="store_true",
+        help="apply a LoRA adapter (--adapter, --ft-adapter) to a base other than the one its dlmeval_train.json "
+        "records (refused otherwise; the run's model identity records it)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -92,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         from dlmeval.sandbox import UNSAFE_ENV
 
         os.environ[UNSAFE_ENV] = "1"
+    if args.adapter_any_base:
+        from dlmeval.models.adapters import ANY_BASE_ENV
+
+        os.environ[ANY_BASE_ENV] = "1"
     if not args.debug:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
