@@ -322,3 +322,80 @@ def test_an_adapter_on_another_base_is_refused_and_the_override_is_recorded(tmp_
     with RunStore(store) as st:
         ids = [st.get_run(r["run_id"]).signature.models[0]["adapter"] for r in st.list_runs()]
     assert len(ids) == 2 and "base" not in ids[1]
+
+
+# ---------------------------------------------------------------------------------------------- two ranks
+@pytest.mark.slow
+def test_ranks_in_different_directories_with_different_inputs_refuse_in_one_line(tmp_path):
+    """The issue's case: the same argv on 2 ranks (torchrun --standalone), each started in its own directory with
+    its own good.txt: every rank stops in one line naming both files, nothing is scored, no store is made."""
+    import sys
+
+    for r, text in ((0, "the cat sat on the mat\n"), (1, "a dog ran home\n")):
+        (tmp_path / f"r{r}").mkdir()
+        (tmp_path / f"r{r}" / "good.txt").write_text(text)
+    store = tmp_path / "runs.sqlite"
+    # each rank changes into r<RANK> before dlmeval starts: a job whose ranks start in different directories
+    boot = tmp_path / "in_rank_dir.py"
+    boot.write_text(
+        "import os, sys\nos.chdir('r' + os.environ['RANK'])\nfrom dlmeval.cli.main import main\nsys.exit(main())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(OMP_NUM_THREADS="1", DLMEVAL_DIST_TIMEOUT="120")
+    import dlmeval
+
+    src = str(Path(dlmeval.__file__).resolve().parents[1])  # this checkout, whatever the ranks' directories
+    env["PYTHONPATH"] = os.pathsep.join([src, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    argv = ["--store", str(store), "--no-progress", "score", "--model", "tiny-bert", "--config", "marginal"]
+    argv += ["--candidates", "good.txt", "-K", "2", "-T", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        str(boot),
+        *argv,
+    ]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    lines = [x for x in r.stderr.splitlines() if x.startswith("dlmeval: error:")]
+    assert len(lines) == 2 and lines[0] == lines[1], r.stderr[-3000:]  # each rank: the same one line
+    msg = lines[0]
+    assert "ranks read different inputs: good.txt" in msg
+    assert str(tmp_path / "r0" / "good.txt") in msg and str(tmp_path / "r1" / "good.txt") in msg
+    assert "Traceback" not in r.stderr.split("dlmeval: error:")[0] and "TypeError" not in r.stderr
+    assert not store.exists()
+    # the control: the same files behind the two paths start (and score) normally
+    (tmp_path / "r1" / "good.txt").write_text((tmp_path / "r0" / "good.txt").read_text())
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_rank_inputs_are_the_named_paths_outputs_left_out(tmp_path, monkeypatch):
+    from dlmeval.parallel.inputs import compare, local_inputs
+
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("y")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "s.sqlite").write_text("")
+    monkeypatch.setenv("DLMEVAL_DATA", str(tmp_path / "d"))
+    argv = [
+        "--store",
+        "s.sqlite",
+        "score",
+        "--candidates=a.txt",
+        "--out",
+        "out",
+        "--sources",
+        "nope.txt",
+        "tiny",
+    ]
+    got = local_inputs(argv, cwd=str(tmp_path))
+    assert sorted(got) == ["a.txt", "data directory"]  # outputs and missing names left out
+    assert compare([got, dict(got)]) is None
+    (tmp_path / "d" / "f").write_text("z")  # one file of the data directory changed on "another rank"
+    msg = compare([got, local_inputs(argv, cwd=str(tmp_path))])
+    assert msg.startswith("ranks read different inputs: data directory (rank 0: ") and "a.txt" not in msg
+    assert "rank 1: not there" in compare([got, {"data directory": got["data directory"]}])
