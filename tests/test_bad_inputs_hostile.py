@@ -399,3 +399,31 @@ def test_rank_inputs_are_the_named_paths_outputs_left_out(tmp_path, monkeypatch)
     msg = compare([got, local_inputs(argv, cwd=str(tmp_path))])
     assert msg.startswith("ranks read different inputs: data directory (rank 0: ") and "a.txt" not in msg
     assert "rank 1: not there" in compare([got, {"data directory": got["data directory"]}])
+
+
+# ---------------------------------------------------------------------------------------------- downloads
+def test_allow_download_without_network_fails_fast_in_one_line(tmp_path, capsys, monkeypatch):
+    import time
+
+    from dlmeval.models import hub
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    srv.close()  # nothing listens there: connection refused, as on a machine without network
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    hub._unreachable.cache_clear()
+    store = tmp_path / "runs.sqlite"
+    t0 = time.monotonic()
+    argv = ["--store", str(store), "--no-progress", "score", "--model", "hf:dlmeval-test/no-such-model"]
+    rc = main([*argv, "--allow-download", "--text", "--candidates", "a cat", "--config", "marginal"])
+    elapsed = time.monotonic() - t0
+    err = capsys.readouterr().err.strip()
+    hub._unreachable.cache_clear()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert f"the Hugging Face hub at http://127.0.0.1:{port} is not reachable" in err
+    assert "dlmeval-test/no-such-model" in err and "Retrying" not in err
+    assert elapsed < 30 and not store.exists()  # not 5 retries of 8 s

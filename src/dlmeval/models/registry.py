@@ -158,6 +158,10 @@ def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool
             f"model {spec!r}: {path} does not exist here; pass a local directory, or --allow-download to fetch "
             "a hub id"
         )
+    if path and allow_download:
+        from dlmeval.models.hub import local_files_only
+
+        local_files_only(path, allow_download)  # a hub id with no network: one line now, not after retries
 
 
 def _in_hub_cache(repo_id: str) -> bool:
@@ -359,7 +363,9 @@ def _load_hf_mlm(path: str, *, device, dtype, allow_download: bool, trust_remote
         raise ModelNotFoundError(
             f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
         )
-    kw = {"local_files_only": not allow_download, "trust_remote_code": trust_remote_code}
+    from dlmeval.models.hub import local_files_only
+
+    kw = {"local_files_only": local_files_only(path, allow_download), "trust_remote_code": trust_remote_code}
     try:
         cfg = AutoConfig.from_pretrained(path, **kw)
     except (OSError, ValueError) as e:

@@ -85,7 +85,10 @@ def load_remote_family(
         )
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
+    from dlmeval.models.hub import local_files_only
+
+    offline = local_files_only(path, allow_download)
+    kw = {"trust_remote_code": True, "local_files_only": offline}
     cfg = AutoConfig.from_pretrained(path, **kw)
     if model_type not in (getattr(cfg, "model_type", "") or "").lower():
         raise InputError(
@@ -101,7 +104,7 @@ def load_remote_family(
     mid, eos, notes = special_ids_from_files(
         tok,
         cfg,
-        generation_config(path, {"local_files_only": not allow_download}),
+        generation_config(path, {"local_files_only": offline}),
         family=model_type,
         mask_override=mask_token_id,
         eos_override=eos_token_ids,
