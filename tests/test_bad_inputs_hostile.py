@@ -427,3 +427,81 @@ def test_allow_download_without_network_fails_fast_in_one_line(tmp_path, capsys,
     assert f"the Hugging Face hub at http://127.0.0.1:{port} is not reachable" in err
     assert "dlmeval-test/no-such-model" in err and "Retrying" not in err
     assert elapsed < 30 and not store.exists()  # not 5 retries of 8 s
+
+
+# ---------------------------------------------------------------------------------------------- interrupted runs
+WRITER = """
+import os, sys, time
+from dlmeval.store import RunStore
+st = RunStore(sys.argv[1])
+run = st.open_run("toy", {"n": 3}, [], 0, command_line="dlmeval toy --n 3")
+run.put("item-0", {"x": 1})
+print("WROTE", flush=True)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), 9)
+time.sleep(120)
+"""
+
+
+def test_a_killed_run_shows_as_interrupted_with_how_to_resume(tmp_path, capsys):
+    import signal
+    import sys
+
+    store = tmp_path / "runs.sqlite"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(sandbox.__file__).parents[2]), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", WRITER, str(store), "kill"], env=env, capture_output=True, text=True
+    )
+    assert r.returncode == -signal.SIGKILL and "WROTE" in r.stdout
+    assert main(["--store", str(store), "runs", "list"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [x for x in out.splitlines() if x.split()[1:2] == ["toy"]]
+    assert "interrupted" in row.split()
+    assert "is gone" in out and "rerun `dlmeval toy --n 3` to resume" in out
+    with RunStore(store, must_exist=True) as st:
+        (info,) = st.list_runs()
+    assert info["status"] == "interrupted" and info["lease"]["pid"] > 0 and "resume" in info
+    # a live writer is running, and the same run after its process is killed is interrupted
+    p = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "live.sqlite"), "sleep"], env=env,
+                         stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert p.stdout.readline().strip() == "WROTE"
+        with RunStore(tmp_path / "live.sqlite", must_exist=True) as st:
+            assert [x["status"] for x in st.list_runs()] == ["running"]
+    finally:
+        p.kill()
+        p.wait()
+    with RunStore(tmp_path / "live.sqlite", must_exist=True) as st:
+        assert [x["status"] for x in st.list_runs()] == ["interrupted"]
+    # resuming writes: the lease is this process's, the run running again; finishing drops the lease
+    with RunStore(store) as st:
+        run = st.get_run(info["run_id"])
+        run.put("item-1", {"x": 2})
+        assert [x["status"] for x in st.list_runs()] == ["running"]
+        run.finish()
+        (after,) = st.list_runs()
+    assert after["status"] == "done" and "lease" not in after
+
+
+def test_a_lease_names_one_process_and_other_hosts_go_stale(tmp_path):
+    import datetime as dt
+    import socket as so
+
+    from dlmeval.store import lease
+
+    me = {"host": so.gethostname(), "pid": os.getpid(), "pid_start": lease.process_start(os.getpid())}
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert not lease.gone({**me, "heartbeat": now})
+    parent = os.getppid()
+    assert not lease.gone({**me, "pid": parent, "pid_start": lease.process_start(parent), "heartbeat": now})
+    assert lease.gone({**me, "pid": parent, "pid_start": "1", "heartbeat": now})  # the pid was reused
+    old = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=lease.STALE_S + 60)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+    assert not lease.gone({**me, "host": "elsewhere", "heartbeat": now})
+    assert lease.gone({**me, "host": "elsewhere", "heartbeat": old})

@@ -110,6 +110,13 @@ def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
                 c.rjust(w) if i == 5 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
             ).rstrip()
         )
+    for r in runs:
+        if r["status"] == "interrupted":
+            held = r["lease"]
+            print(
+                f"interrupted: {r['run_id']} (process {held['pid']} on {held['host']} is gone; last write "
+                f"{_when(held['heartbeat'])} UTC); {r['resume']}"
+            )
     return 0
 
 
