@@ -466,6 +466,9 @@ def test_a_killed_run_shows_as_interrupted_with_how_to_resume(tmp_path, capsys):
     with RunStore(store, must_exist=True) as st:
         (info,) = st.list_runs()
     assert info["status"] == "interrupted" and info["lease"]["pid"] > 0 and "resume" in info
+    assert main(["--store", str(store), "runs", "show", info["run_id"]]) == 0
+    shown = capsys.readouterr().out
+    assert "status interrupted" in shown and "rerun `dlmeval toy --n 3` to resume" in shown
     # a live writer is running, and the same run after its process is killed is interrupted
     p = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "live.sqlite"), "sleep"], env=env,
                          stdout=subprocess.PIPE, text=True)  # fmt: skip
