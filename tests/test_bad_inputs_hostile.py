@@ -174,7 +174,7 @@ def _isolation_notes(store: Path) -> list[str]:
 
 @pytest.mark.skipif(not ISOLATED, reason=f"no OS isolation here: {sandbox.isolation_problem()}")
 def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch):
-    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "0")  # main() sets it for --sandbox-unsafe; undone after
     assert _care(tmp_path / "runs.sqlite", hostile) == 0
     assert os.listdir(hostile["out"]) == []  # no write: dir_fd, subinterpreter, os.system, plain
     assert not _connected(hostile["srv"])
@@ -190,8 +190,8 @@ def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile
     from dlmeval.sandbox import launch
 
     monkeypatch.setenv(launch.BWRAP_ENV, "0")
-    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
-    monkeypatch.delenv(sandbox.SAME_USER_ENV, raising=False)
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "0")  # main() sets it for --sandbox-unsafe; undone after
+    monkeypatch.setenv(sandbox.SAME_USER_ENV, "0")
     for f in (launch.launcher, sandbox.layers):
         f.cache_clear()
     try:
@@ -271,8 +271,12 @@ def test_a_directory_where_data_pkl_should_be_says_so(data_root, tmp_path, capsy
 
 
 # ---------------------------------------------------------------------------------------------- adapters
-def test_an_adapter_on_another_base_is_refused_and_the_override_is_recorded(tmp_path, capsys):
+def test_an_adapter_on_another_base_is_refused_and_the_override_is_recorded(tmp_path, capsys, monkeypatch):
     import torch
+
+    from dlmeval.models.adapters import ANY_BASE_ENV
+
+    monkeypatch.setenv(ANY_BASE_ENV, "0")  # main() sets it for --adapter-any-base; undone after the test
 
     from dlmeval.models.tiny import tiny_model
     from dlmeval.train.finetune import FinetuneConfig, finetune
