@@ -62,7 +62,7 @@ strategies = ["none"]
 steps = [4]
 temperatures = [0.0]
 seeds = [1]
-humaneval = { n = 1, gen_tokens = 4, timeout_s = 10 }
+humaneval = { n = 2, gen_tokens = 4, timeout_s = 3, memory_mb = 256 }
 """
 
 
@@ -107,11 +107,16 @@ def _payload(out: str, port: int, pid: int) -> str:
         attempt(lambda: os.kill({pid}, 9))
         attempt(bomb)
         attempt(lambda: open({out!r} + "/plain.txt", "w").write("x"))
+        attempt(lambda: bytearray(4 << 30))  # memory: far past memory_mb
         """
     )
 
 
-def _care_data(root: Path, prompt_code: str) -> Path:
+#: the second HumanEval item: never ends (time)
+LOOP = "while True:\n    pass\n"
+
+
+def _care_data(root: Path, *prompt_codes: str) -> Path:
     from dlmeval.models.tiny import TINY_WORDS
 
     words = [w for w in TINY_WORDS if w.isalpha()]
@@ -120,16 +125,17 @@ def _care_data(root: Path, prompt_code: str) -> Path:
     with open(root / "reference-text" / "webtext_test.jsonl", "w") as fh:
         for i in range(12):
             fh.write(json.dumps({"text": " ".join(words[(i + j) % len(words)] for j in range(14))}) + "\n")
-    # the completion lands inside a string literal, so the payload runs whatever the tiny model writes
-    he = {
-        "task_id": "HumanEval/0",
-        "prompt": prompt_code + 'def one():\n    return 1\n_COMPLETION = """\n',
-        "entry_point": "one",
-        "canonical_solution": "",
-        "test": '"""\ndef check(f):\n    assert f() == 1\n',
-    }
     with gzip.open(root / "tasks" / "HumanEval.jsonl.gz", "wt") as fh:
-        fh.write(json.dumps(he) + "\n")
+        for i, code in enumerate(prompt_codes):
+            # the completion lands inside a string literal, so the payload runs whatever the tiny model writes
+            he = {
+                "task_id": f"HumanEval/{i}",
+                "prompt": code + 'def one():\n    return 1\n_COMPLETION = """\n',
+                "entry_point": "one",
+                "canonical_solution": "",
+                "test": '"""\ndef check(f):\n    assert f() == 1\n',
+            }
+            fh.write(json.dumps(he) + "\n")
     return root
 
 
@@ -145,7 +151,7 @@ def hostile(tmp_path):
     srv.setblocking(False)
     victim = subprocess.Popen(["sleep", "300"], **sandbox.drop_to())
     (tmp_path / "s.toml").write_text(CARE_SPEC)
-    data = _care_data(tmp_path / "data", _payload(out, srv.getsockname()[1], victim.pid))
+    data = _care_data(tmp_path / "data", _payload(out, srv.getsockname()[1], victim.pid), LOOP)
     yield {"out": out, "srv": srv, "victim": victim, "spec": tmp_path / "s.toml", "data": data}
     victim.kill()
     victim.wait()
@@ -181,6 +187,16 @@ def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch)
     assert hostile["victim"].poll() is None
     (note,) = set(_isolation_notes(tmp_path / "runs.sqlite"))
     assert "fs+netns+pidns+nproc" in note and "unsafe" not in note
+    with RunStore(tmp_path / "runs.sqlite") as st:
+        he = {
+            k: v
+            for r in st.list_runs()
+            for k, v in st.get_run(r["run_id"]).results().items()
+            if k.startswith("humaneval/")
+        }
+    statuses = {v["item"]: v["status"] for v in he.values()}
+    # the payload item ends normally (each attempt refused: the file's check then passes), the loop is killed
+    assert statuses == {"HumanEval/0": "passed", "HumanEval/1": "timeout"}, he
 
 
 def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile, monkeypatch, capsys):
