@@ -208,8 +208,10 @@ def test_bad_adapters_and_settings_are_refused(tmp_path):
     with pytest.raises(ModelNotFoundError, match="adapter_config.json, adapter_model.safetensors missing"):
         load_diffusion("tiny-bert", adapter=str(tmp_path / "empty"))
     finetune(tiny_model("bert"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "bert", progress=False)
-    with pytest.raises(InputError, match="does not fit this model"):
+    with pytest.raises(InputError, match="was trained on tiny-bert .* but is being loaded onto tiny-llada"):
         load_adapter(tiny_model("llada"), tmp_path / "bert")
+    with pytest.raises(InputError, match=r"does not fit this model \(it was trained on tiny-bert"):
+        load_adapter(tiny_model("llada"), tmp_path / "bert", any_base=True)
     with pytest.raises(InputError, match="dropout"):
         FinetuneConfig(dropout=1.0).check()
     with pytest.raises(InputError, match="LoRA target modules"):

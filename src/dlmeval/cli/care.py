@@ -212,6 +212,10 @@ def run(args: argparse.Namespace) -> int:
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
     if spec.metrics.featurizer.startswith("causal:"):
         check_model_spec(spec.metrics.featurizer, role="causal", allow_download=args.allow_download)
+    if spec.downstream.enabled and spec.downstream.humaneval.n:
+        from dlmeval.sandbox import require_isolation
+
+        require_isolation()  # a sandbox that would refuse HumanEval code fails before the store exists
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     with open_store(args.store) as store:

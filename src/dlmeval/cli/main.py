@@ -63,10 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument(
+        "--sandbox-unsafe",
         "--sandbox-same-user",
+        dest="sandbox_unsafe",
         action="store_true",
-        help="accept the risk of running generated code (HumanEval) with your own privileges where the sandbox "
-        "cannot switch to an unprivileged user (it refuses otherwise)",
+        help="accept the risk of running generated code (HumanEval) where the sandbox's start-up probes found a "
+        "required isolation layer missing (it refuses otherwise; the run records it)",
+    )
+    p.add_argument(
+        "--adapter-any-base",
+        action="store_true",
+        help="apply a LoRA adapter (--adapter, --ft-adapter) to a base other than the one its dlmeval_train.json "
+        "records (refused otherwise; the run's model identity records it)",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
@@ -86,10 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    if args.sandbox_same_user:
-        from dlmeval.sandbox import SAME_USER_ENV
+    if args.sandbox_unsafe:
+        from dlmeval.sandbox import UNSAFE_ENV
 
-        os.environ[SAME_USER_ENV] = "1"
+        os.environ[UNSAFE_ENV] = "1"
+    if args.adapter_any_base:
+        from dlmeval.models.adapters import ANY_BASE_ENV
+
+        os.environ[ANY_BASE_ENV] = "1"
     if not args.debug:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

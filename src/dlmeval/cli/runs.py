@@ -110,6 +110,13 @@ def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
                 c.rjust(w) if i == 5 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
             ).rstrip()
         )
+    for r in runs:
+        if r["status"] == "interrupted":
+            held = r["lease"]
+            print(
+                f"interrupted: {r['run_id']} (process {held['pid']} on {held['host']} is gone; last write "
+                f"{_when(held['heartbeat'])} UTC); {r['resume']}"
+            )
     return 0
 
 
@@ -124,7 +131,13 @@ def _show(r, as_json: bool, rows: int) -> int:
         print(jsonsafe.dumps(info, indent=2))
         return 0
     sig = r.signature
-    print(f"run {r.run_id}  kind {sig.kind}  status {info['status']}  items {info['n_items']}")
+    listed = next((x for x in r.store.list_runs() if x["run_id"] == r.run_id), {})
+    status = listed.get("status", info["status"])  # `interrupted` when the writing process is gone
+    print(f"run {r.run_id}  kind {sig.kind}  status {status}  items {info['n_items']}")
+    if "resume" in listed:
+        print(
+            f"interrupted: process {listed['lease']['pid']} on {listed['lease']['host']} is gone; {listed['resume']}"
+        )
     print(f"signature: {sig.short()}")
     print(f"created {_when(info['created'])} UTC, updated {_when(info['updated'])} UTC")
     print("models:")

@@ -31,6 +31,7 @@ into ``"``. D2T meaning representations are never detokenized. The exact pickle 
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -186,6 +187,8 @@ def _scores(d: dict, dims: tuple[str, ...], path: Path, where: str) -> list[floa
         v = scores.get(dim)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _fail(path, where, f"human score {dim!r} is missing or not a number ({v!r})")
+        if not math.isfinite(v):  # a NaN would drop the item from one correlation and not from another
+            raise _fail(path, where, f"human score {dim!r} is {v!r}, not a finite number")
         out.append(float(v))
     return out
 
@@ -328,6 +331,11 @@ def load_bartscore(
     """
     b = resolve_bartscore_name(name)
     p = paths.data_dir(data_dir) / b.path
+    if p.is_dir():
+        raise InputError(
+            f"BARTScore file for {b.name}: {p} is a directory, not a file; put neulab/BARTScore's "
+            f"{b.task}/{b.name}/data.pkl file there"
+        )
     if not p.is_file():
         raise InputError(
             f"BARTScore file for {b.name} not found at {p}; copy neulab/BARTScore {b.task}/{b.name}/data.pkl "

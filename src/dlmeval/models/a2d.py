@@ -149,9 +149,12 @@ def build_causal_module(path: str, cfg: dict, base: str, *, dtype, device, allow
         for k, v in cfg.items()
         if k not in ("model_type", "auto_map", "architectures", "transformers_version")
     }
+    from dlmeval.models.hub import local_files_only
+
     config = AutoConfig.for_model(base, **d)
+    offline = local_files_only(path, allow_download)
     module = AutoModelForCausalLM.from_pretrained(
-        path, config=config, dtype=dtype, local_files_only=not allow_download, **place_kwargs(device)
+        path, config=config, dtype=dtype, local_files_only=offline, **place_kwargs(device)
     )
     return module
 

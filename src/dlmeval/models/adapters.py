@@ -14,12 +14,20 @@ scorer's default layout is the training layout.
 Identity. A model with an adapter reports ``adapter = {"path", "sha256"}`` in its identity (the hash is of the
 adapter files' bytes), and its weight hash covers the LoRA tensors, so a run on base + adapter never shares a
 record with a run on the base model, nor with one on another adapter.
+
+Base. ``dlmeval_train.json`` records the identity of the base the adapter was trained on (``base_identity``, with
+its ``weights_sha256``). :func:`load_adapter` compares it with the model it is loaded onto: another base (a
+same-shaped model with other weights, another architecture) is refused with both named, unless the caller passes
+``any_base=True`` (``DLMEVAL_ADAPTER_ANY_BASE=1``, CLI ``dlmeval --adapter-any-base ...``); the identity's
+``adapter.base`` then says ``overridden`` with both hashes, so the run records it. The hash covers the dtype, so a
+base loaded in another dtype than at training cannot be compared: ``adapter.base`` says ``unverified`` and why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +39,8 @@ from dlmeval.errors import InputError, ModelNotFoundError
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 TRAIN_SETTINGS = "dlmeval_train.json"
+#: the opt-out of the base check (``dlmeval --adapter-any-base``)
+ANY_BASE_ENV = "DLMEVAL_ADAPTER_ANY_BASE"
 #: the key prefix ``PeftModel.save_pretrained`` writes (the wrapper's ``base_model.model``)
 PEFT_PREFIX = "base_model.model."
 
@@ -48,9 +58,15 @@ class AdapterInfo:
     path: str
     sha256: str
     settings: dict
+    base: dict | None = None  # the base check (check_base): expected / found weights hash and the outcome
 
     def identity(self) -> dict:
-        return {"path": self.path, "sha256": self.sha256}
+        out = {"path": self.path, "sha256": self.sha256}
+        # only an outcome other than a match goes into the identity: a matching base is what every run had before
+        # the check existed, so their run ids stay
+        if self.base is not None and self.base.get("check") != "match":
+            out["base"] = dict(self.base)
+        return out
 
 
 def default_targets(module: torch.nn.Module) -> list[str]:
@@ -161,15 +177,67 @@ def check_adapter_dir(path: str | Path) -> Path:
     return d
 
 
-def load_adapter(model, path: str | Path) -> AdapterInfo:
+def _read_settings(d: Path) -> dict:
+    if not (d / TRAIN_SETTINGS).is_file():
+        return {}
+    try:
+        settings = json.loads((d / TRAIN_SETTINGS).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _base_label(ident: dict) -> str:
+    name = ident.get("name") or ident.get("source") or "?"
+    src = ident.get("source")
+    if src and str(src) != str(name):
+        name = f"{name} from {src}"
+    return (
+        f"{name} (weights sha256 {str(ident.get('weights_sha256') or '?')[:12]}, {ident.get('dtype', '?')})"
+    )
+
+
+def _trained_on(settings: dict) -> str:
+    base = settings.get("base_identity")
+    return f" (it was trained on {_base_label(base)})" if isinstance(base, dict) and base else ""
+
+
+def check_base(model, path: str | Path, settings: dict, any_base: bool | None = None) -> dict | None:
+    """Compare the base recorded in ``settings`` (``dlmeval_train.json``) with ``model`` (before the adapter is
+    injected). Returns what the identity records (None: no base recorded, e.g. a peft adapter from elsewhere);
+    raises :class:`~dlmeval.errors.InputError` on another base unless ``any_base`` (default: ``ANY_BASE_ENV``)."""
+    want = settings.get("base_identity")
+    if not isinstance(want, dict) or not want.get("weights_sha256"):
+        return None
+    found = model.identity().as_dict()
+    rec = {"expected": want["weights_sha256"], "found": found["weights_sha256"]}
+    if want.get("dtype") and want["dtype"] != found["dtype"]:
+        return {**rec, "check": f"unverified: trained on a {want['dtype']} base, loaded as {found['dtype']}"}
+    if rec["expected"] == rec["found"]:
+        return {**rec, "check": "match"}
+    if any_base is None:
+        any_base = os.environ.get(ANY_BASE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    if not any_base:
+        raise InputError(
+            f"adapter {path} was trained on {_base_label(want)} but is being loaded onto {_base_label(found)}; "
+            "load the base it was trained on, or pass `dlmeval --adapter-any-base ...` to apply it anyway (the run "
+            "records it)"
+        )
+    return {**rec, "check": "overridden (--adapter-any-base)"}
+
+
+def load_adapter(model, path: str | Path, *, any_base: bool | None = None) -> AdapterInfo:
     """Load the PEFT adapter at ``path`` onto ``model`` (in place, inference mode) and record it in the model's
-    identity. Refuses an adapter whose weights do not all fit the model's modules."""
+    identity. Refuses an adapter whose weights do not all fit the model's modules, and one trained on another base
+    (see :func:`check_base`; ``any_base=True`` applies it anyway and the identity records that)."""
     from peft import LoraConfig, inject_adapter_in_model, set_peft_model_state_dict
     from safetensors.torch import load_file
 
     d = check_adapter_dir(path)
     if getattr(model, "adapter", None) is not None:
         raise InputError("this model already carries a LoRA adapter; load the base model again")
+    settings = _read_settings(d)
+    trained_on = _trained_on(settings)
     try:
         cfg = LoraConfig.from_pretrained(str(d))
     except (ValueError, TypeError, json.JSONDecodeError) as e:
@@ -180,31 +248,29 @@ def load_adapter(model, path: str | Path) -> AdapterInfo:
     except Exception as e:  # safetensors raises its own error type for a damaged file
         raise ModelNotFoundError(f"adapter {path}: cannot read {ADAPTER_WEIGHTS} ({e})") from None
     weights = {k[len(PEFT_PREFIX) :] if k.startswith(PEFT_PREFIX) else k: v for k, v in weights.items()}
+    # the base check reads the weights before any LoRA layer is injected
+    base = check_base(model, path, settings, any_base)
     try:
         inject_adapter_in_model(cfg, model.module)
     except ValueError as e:
-        raise InputError(f"adapter {path} does not fit this model: {_first_line(e)}") from None
+        raise InputError(f"adapter {path} does not fit this model{trained_on}: {_first_line(e)}") from None
     _lora_float32(model.module)
     try:
         res = set_peft_model_state_dict(model.module, weights)
     except RuntimeError as e:  # a tensor of another shape (another rank, another model size)
-        raise InputError(f"adapter {path} does not fit this model: {_first_line(e)}") from None
+        raise InputError(
+            f"adapter {path} does not fit this model{trained_on}: {_first_line(e).rstrip(':')}"
+        ) from None
     unexpected = list(getattr(res, "unexpected_keys", []) or [])
     if unexpected or not weights:
         raise InputError(
-            f"adapter {path} does not fit this model: {len(unexpected)} of its tensors have no module here "
-            f"(e.g. {unexpected[:2]})"
+            f"adapter {path} does not fit this model{trained_on}: {len(unexpected)} of its tensors have no module "
+            f"here (e.g. {unexpected[:2]})"
         )
     for p in model.module.parameters():
         p.requires_grad_(False)
     model.module.eval()
-    settings = {}
-    if (d / TRAIN_SETTINGS).is_file():
-        try:
-            settings = json.loads((d / TRAIN_SETTINGS).read_text())
-        except json.JSONDecodeError:
-            settings = {}
-    info = AdapterInfo(str(d.resolve()), adapter_sha256(d), settings)
+    info = AdapterInfo(str(d.resolve()), adapter_sha256(d), settings, base)
     attach_info(model, info)
     return info
 

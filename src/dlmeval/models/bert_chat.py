@@ -57,7 +57,9 @@ def load_bert_chat(
         raise ModelNotFoundError(
             f"BERT-Chat model {path!r} is not on disk; pass a local directory or add --allow-download"
         )
-    kw = {"local_files_only": not allow_download}
+    from dlmeval.models.hub import local_files_only
+
+    kw = {"local_files_only": local_files_only(path, allow_download)}
     cfg = AutoConfig.from_pretrained(path, **kw)
     if "bert" not in str(getattr(cfg, "model_type", "")):
         raise InputError(

@@ -53,7 +53,9 @@ def load_causal(
         raise ModelNotFoundError(
             f"causal model {path!r} is not on disk; pass a directory or add --allow-download"
         )
-    kw = {"local_files_only": not allow_download, "trust_remote_code": trust_remote_code}
+    from dlmeval.models.hub import local_files_only
+
+    kw = {"local_files_only": local_files_only(path, allow_download), "trust_remote_code": trust_remote_code}
     cfg = AutoConfig.from_pretrained(path, **kw)
     if getattr(cfg, "is_encoder_decoder", False) or "ForMaskedLM" in " ".join(cfg.architectures or []):
         raise InputError(f"{path} is not a causal LM ({cfg.architectures}); use hf: for masked LMs")

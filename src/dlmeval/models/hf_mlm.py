@@ -81,7 +81,12 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
         raise ModelNotFoundError(
             f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
         )
-    kw = {"local_files_only": not opts.allow_download, "trust_remote_code": opts.trust_remote_code}
+    from dlmeval.models.hub import local_files_only
+
+    kw = {
+        "local_files_only": local_files_only(path, opts.allow_download),
+        "trust_remote_code": opts.trust_remote_code,
+    }
     try:
         cfg = AutoConfig.from_pretrained(path, **kw)
     except (OSError, ValueError) as e:

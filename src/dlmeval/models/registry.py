@@ -97,6 +97,10 @@ def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool
             f"model {spec!r}: {path} does not exist here; pass a local directory, or --allow-download to fetch "
             "a hub id"
         )
+    if path and allow_download:
+        from dlmeval.models.hub import local_files_only
+
+        local_files_only(path, allow_download)  # a hub id with no network: one line now, not after retries
 
 
 def _check_kind(spec: str, fam: Family, role: str) -> None:

@@ -95,7 +95,10 @@ def load_remote_family(
         )
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    kw = {"trust_remote_code": True, "local_files_only": not allow_download}
+    from dlmeval.models.hub import local_files_only
+
+    offline = local_files_only(path, allow_download)
+    kw = {"trust_remote_code": True, "local_files_only": offline}
     cfg = AutoConfig.from_pretrained(path, **kw)
     if family.model_type and family.model_type not in (getattr(cfg, "model_type", "") or "").lower():
         raise InputError(
@@ -109,8 +112,8 @@ def load_remote_family(
         module = _random_module(AutoModel, cfg, dt, dev, int(random_init))
     mid, eos, notes = special_ids_from_files(
         tok,
-        _file_config(path, {"local_files_only": not allow_download}),
-        generation_config(path, {"local_files_only": not allow_download}),
+        _file_config(path, {"local_files_only": offline}),
+        generation_config(path, {"local_files_only": offline}),
         family=label,
         mask_override=mask_token_id,
         eos_override=eos_token_ids,

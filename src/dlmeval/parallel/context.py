@@ -257,6 +257,9 @@ def init_from_env(env: dict[str, str] | None = None) -> ParallelContext:
         torch.cuda.set_device(local % max(torch.cuda.device_count(), 1))
     _CURRENT = ctx
     ctx.agree("the dlmeval code and command", {"code": code_digest(), "argv": sys.argv[1:]})
+    from dlmeval.parallel.inputs import agree_inputs
+
+    agree_inputs(ctx, sys.argv[1:])  # and the content of every input file and data directory it names
     log.info("rank %d of %d (local rank %d) joined the group", rank, world, local)
     return ctx
 

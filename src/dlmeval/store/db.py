@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dlmeval.errors import InputError, StoreError
-from dlmeval.store import jsonsafe
+from dlmeval.store import jsonsafe, lease
 from dlmeval.store.access import (  # noqa: F401  (re-exported: dlmeval.store.db was their home)
     DEFAULT_FILENAME,
     STORE_ENV,
@@ -273,6 +273,7 @@ class RunStore:
                     "command_line) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
                     (rid, sig.kind, jsonsafe.dumps(sig.as_dict()), names, sig.seed, now, now, command_line),
                 )
+                lease.take(c, rid, now)
                 old_versions = None
             else:
                 # a finished run keeps its status until something is written to it (put / put_many / put_table
@@ -331,9 +332,23 @@ class RunStore:
             sql += " WHERE r.kind = ?"
             params = (kind,)
         out = []
+        held = lease.leases(self._conn)
+        cmds = dict(self.execute("SELECT run_id, command_line FROM runs"))
+        # the latest opening's command line resumes (the first one may have had other options)
+        cmds.update(
+            (r, c)
+            for r, c in self.execute("SELECT run_id, command_line FROM sessions ORDER BY started, rowid")
+            if c
+        )
         for rid, k, names, seed, created, updated, status, sig, n in self.execute(
             sql + " ORDER BY r.created", params
         ):
+            extra: dict[str, Any] = {}
+            if status == "running" and rid in held:
+                extra["lease"] = held[rid]
+                if lease.gone(held[rid]):  # its process is gone: say so, and how to go on
+                    status = "interrupted"
+                    extra["resume"] = lease.resume_hint(cmds.get(rid))
             out.append(
                 {
                     "run_id": rid,
@@ -345,6 +360,7 @@ class RunStore:
                     "status": status,
                     "n_items": n,
                     "signature": Signature.from_dict(jsonsafe.loads(sig)).short(),
+                    **extra,
                 }
             )
         return out
@@ -384,6 +400,7 @@ class Run:
             c.execute(
                 "UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, _now(), self.run_id)
             )
+            lease.release(c, self.run_id)
 
     # ------------------------------------------------------------------ per-item results
     def _row(self, key: Any, result: Any, now: str) -> tuple[str, str, str, str]:
@@ -399,13 +416,17 @@ class Run:
     # a write marks the run running again (finish() marks it done)
     _TOUCH = "UPDATE runs SET updated = ?, status = 'running' WHERE run_id = ?"
 
+    def _touch(self, c: sqlite3.Connection, now: str) -> None:
+        c.execute(self._TOUCH, (now, self.run_id))
+        lease.take(c, self.run_id, now)  # this process is writing the run (dlmeval.store.lease)
+
     def put(self, key: Any, result: Mapping[str, Any]) -> None:
         """Store (or replace) one item's result, in one transaction."""
         now = _now()
         row = self._row(key, result, now)
         with self.store.transaction() as c:
             c.execute(self._UPSERT, row)
-            c.execute(self._TOUCH, (now, self.run_id))
+            self._touch(c, now)
 
     def put_many(
         self, pairs: Iterable[tuple[Any, Mapping[str, Any]]] | Mapping[Any, Mapping[str, Any]]
@@ -423,7 +444,7 @@ class Run:
             for key, result in pairs:
                 c.execute(self._UPSERT, self._row(key, result, now))
                 n += 1
-            c.execute(self._TOUCH, (now, self.run_id))
+            self._touch(c, now)
         return n
 
     # an exact prefix match (LIKE would read % and _ in a key as wildcards), within one run
@@ -490,7 +511,7 @@ class Run:
                 "ON CONFLICT (run_id, name) DO UPDATE SET data = excluded.data, written = excluded.written",
                 (self.run_id, name, data, now),
             )
-            c.execute(self._TOUCH, (now, self.run_id))
+            self._touch(c, now)
 
     def get_table(self, name: str) -> pd.DataFrame:
         row = self.store.execute(

@@ -138,12 +138,10 @@ def _humaneval(spec: CareSpec, it, text: str, warn) -> dict:
         it.prompt, completion, it.test, it.entry_point, timeout_s=h.timeout_s, memory_mb=h.memory_mb
     )
     # the isolation the code actually had goes into the run (the report lists run warnings)
-    notes = [] if "netns" in ex.isolation else ["no network namespace: the audit-hook block only"]
-    if "same-user" in ex.isolation:
-        notes.append("with the caller's privileges (--sandbox-same-user)")
+    unsafe = "unsafe" in ex.isolation.split(":")[-1].split("+")
     warn(
         f"HumanEval completions ran in the sandbox with isolation {ex.isolation}"
-        + (f" ({'; '.join(notes)})" if notes else "")
+        + (" (required layers missing, run with --sandbox-unsafe)" if unsafe else "")
     )
     return {"completion": completion, "status": ex.status, "correct": ex.passed, "isolation": ex.isolation}
 
