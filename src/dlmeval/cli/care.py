@@ -87,10 +87,12 @@ def _spec_with_overrides(args):
 
 def _plan(args, spec) -> int:
     from dlmeval.protocols.care import canonical_cell, downstream_cells, plan_cells
+    from dlmeval.protocols.care.plan import plan_extras, plan_lines
     from dlmeval.sampling import predict_nfe, steps_for_nfe
 
     g = spec.generation
     cells = plan_cells(spec)
+    extras = plan_extras(spec)
     rows, total, runs = [], 0, set()
     kw = dict(block_length=g.block_length, accounting=g.accounting)
     for c in cells:
@@ -131,6 +133,7 @@ def _plan(args, spec) -> int:
         "batch_size": g.batch_size,
         "forward_calls_total": total,
         "cells": rows,
+        **extras,
     }
     ratio = f"ratio_vs_{spec.headline.baseline}"
     lines = [
@@ -148,7 +151,8 @@ def _plan(args, spec) -> int:
             f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  "
             f"x{r[ratio]:<5g} vs {spec.headline.baseline}  calls {r['forward_calls']}{note}"
         )
-    lines.append(f"batched forward calls in all (generation only, without stops at EOS): {total}")
+    lines.append(f"batched forward calls in all (sweep generation only, without stops at EOS): {total}")
+    lines += plan_lines(extras)
     emit(args, payload, "\n".join(lines))
     return 0
 

@@ -92,6 +92,18 @@ def is_hub_id(source: str) -> bool:
     return not Path(s).expanduser().exists() and bool(_HUB_ID.fullmatch(s)) and not _file_kind(Path(s))
 
 
+def source_stamp(source: str | os.PathLike | None) -> tuple:
+    """What changes when a local source's files do (path, modification time and size of each file): a key for
+    caches of loaded rows; ``()`` for a hub id or None."""
+    if source is None:
+        return ()
+    p = Path(str(source)).expanduser()
+    if not p.exists():
+        return ()
+    files = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file())
+    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+
+
 def _file_kind(p: Path) -> str | None:
     name = p.name.lower()
     for ext in sorted(_FILE_KINDS, key=len, reverse=True):
@@ -301,4 +313,4 @@ def _dir_digest(p: Path) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["DatasetRows", "describe", "is_hub_id", "load_rows", "offline", "rows_digest"]
+__all__ = ["DatasetRows", "describe", "is_hub_id", "load_rows", "offline", "rows_digest", "source_stamp"]

@@ -23,7 +23,7 @@ from dlmeval.protocols.care.markdown import markdown
 from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
 from dlmeval.protocols.care.prompts import (
     PromptItem,
-    build_prompts,
+    cell_prompts,
     continuation_text,
     data_identity,
     model_label,
@@ -83,7 +83,7 @@ def run_care(
     identities: list[Any] = []
     all_cells: list[dict] = []
     all_down: list[dict] = []
-    data = data_identity(spec, data_dir)
+    data = data_identity(spec, data_dir, allow_download=allow_download)
     if spec.downstream.enabled and spec.downstream.humaneval.n:
         from dlmeval.sandbox import require_isolation
 
@@ -152,8 +152,7 @@ def run_model(spec, label, model, run, metrics, data_dir, progress, say) -> tupl
     """Every record of one model in ``run``: the sweep cells (:func:`sweep_units`), then the downstream checks
     (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
     (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows."""
-    g = spec.generation
-    prompts = {src: build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir) for src in g.sources}
+    prompts = cell_prompts(spec, model, data_dir)
     units = sweep_units(spec, label, model, prompts, metrics)
     if spec.downstream.enabled:
         units += downstream_units(spec, label, model, data_dir)
@@ -171,7 +170,7 @@ def sweep_units(
     units = []
     for cell in plan_cells(spec):
         canon = canonical_cell(spec, cell, time_conditioned=tc, native_schedule=native)
-        items = prompts[canon.source]
+        items = prompts.get((canon.source, canon.seed)) or prompts[canon.source]
         same = canon.key != cell.key
         units.append(
             Unit(

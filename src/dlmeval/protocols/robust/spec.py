@@ -87,6 +87,11 @@ class TaskSpec:
     steps: int | None = spec_field(None, _pos)  # DLM nominal steps (None: gen_tokens)
     max_new_tokens: int | None = spec_field(None, _pos)  # AR generation budget (None: gen_tokens)
     path: str | None = spec_field(None, str_check())  # a data file instead of the shipped one (same format)
+    # a hub dataset id or a local save_to_disk directory / parquet / JSONL / CSV file (dlmeval.data.rows), its
+    # split (None: the one with labels) and hub config
+    source: str | None = spec_field(None, str_check())
+    split: str | None = spec_field(None, str_check())
+    config: str | None = spec_field(None, str_check())
     options: tuple[tuple[str, Any], ...] = ()  # the task's own options (Task.options, e.g. TriviaQA's match)
 
     def budget(self, sampler_steps: int | None = None) -> tuple[int, int]:
@@ -97,6 +102,12 @@ class TaskSpec:
     @property
     def ar_tokens(self) -> int:
         return self.max_new_tokens or self.budget()[0]
+
+    def data_source(self):
+        """The :class:`~dlmeval.data.rows.DataSource` of ``source`` / ``split`` / ``config``."""
+        from dlmeval.data.rows import DataSource
+
+        return DataSource(self.source, self.split, self.config)
 
     def task(self):
         """The task object with this spec's options (``Task.configured``)."""
@@ -318,6 +329,10 @@ def _task(tname: str, traw: Any) -> TaskSpec:
     except InputError as e:
         raise InputError(f"spec: {w}: {e}") from None
     ts = read_dataclass(TaskSpec, t, w, skip=("options",), name=task.name, options=freeze(opts))
+    if ts.path and ts.source:
+        raise InputError(f"spec: {w}: give path (a file in the shipped format) or source, not both")
+    if (ts.split or ts.config) and not ts.source:
+        raise InputError(f"spec: {w}: split and config apply to a source (a hub id or a local dataset)")
     if "likelihood" in ts.modes and not configured.multiple_choice:
         raise InputError(f"spec: {w}: likelihood mode needs a multiple-choice task (arc_challenge)")
     return ts
