@@ -50,6 +50,15 @@ def _cached(kind: str, src, data_dir, allow_download: bool, limit: int | None, s
         rows = read_source("humaneval", src, allow_download=allow_download, limit=limit,
                            what="downstream.humaneval.source")  # fmt: skip
         return tuple(humaneval_items(rows)), rows.provenance
+    if kind == "bbh":  # one subtask per config; a local source is one subtask, named by the config
+        from dlmeval.data.hub import is_hub_id
+        from dlmeval.data.rows import DataSource, bbh_items, read_source
+
+        sub = src.config or "bbh"
+        hub = is_hub_id(src.source)
+        rows = read_source("bbh", src if hub else DataSource(src.source, src.split), allow_download=allow_download,
+                           limit=limit, what="downstream.bbh.source")  # fmt: skip
+        return tuple(bbh_items(rows, subtask=sub)), {**rows.provenance, "subtask": sub}
     task = _task(kind)
     items, ident = task.load_source(
         src, data_dir=data_dir, limit=limit, allow_download=allow_download, what=f"downstream.{kind}.source"
@@ -63,6 +72,12 @@ def task_data(d: DownstreamSpec, task: str, data_dir=None, *, allow_download: bo
         return gsm8k_work(d, data_dir, allow_download=allow_download)
     t = getattr(d, task)
     if task == "bbh":
+        from dlmeval.data.hub import is_hub_id
+
+        if not is_hub_id(t.source) and len(t.configs) > 1:
+            raise InputError(
+                "downstream.bbh: a local source is one subtask: give one config (its name) or a hub id"
+            )
         items, idents = [], {}
         for cfg in t.configs:
             its, ident = _load("bbh", t.data_source(cfg), data_dir, allow_download, t.n)
