@@ -45,12 +45,18 @@ def model_entries(spec: RobustSpec) -> tuple[list[ModelEntry], dict[str, tuple[s
     return list(entries.values()), pair_labels
 
 
+def clean_seeds(spec: RobustSpec) -> list[int | None]:
+    """The seeds of the clean cells: one (None) or, with ``clean_seeds = "per_seed"``, each perturbation seed."""
+    return list(spec.perturbation_seeds) if spec.clean_seeds == "per_seed" else [None]
+
+
 def plan(spec: RobustSpec) -> list[tuple[str, str, str, int | None]]:
     """Every (task, mode, condition, perturbation seed) cell of one model, in run order (clean first)."""
     cells = []
     for t in spec.tasks:
         for mode in t.modes:
-            cells.append((t.name, mode, "clean", None))
+            for s in clean_seeds(spec):
+                cells.append((t.name, mode, "clean", s))
             for c in spec.conditions:
                 for s in spec.perturbation_seeds:
                     cells.append((t.name, mode, c, s))

@@ -162,6 +162,11 @@ class LikelihoodSpec:
 class CalibrationSpec:
     n_bins: int = spec_field(15, _pos)
     commit_top_k: int = spec_field(32, _pos)  # top-k kept per masked position for commit-time probabilities
+    # DLM answer confidence (Eq. 4): "unmasked" one pass, nothing masked (default, as run so far); "masked" each
+    # answer token masked in turn (p(y_i | y_\i) read literally); "kmask" the K-mask estimate (confidence_masks
+    # random groups, one masked per pass). docs/robustness.md
+    confidence: str = spec_field("unmasked", str_check(("unmasked", "masked", "kmask")))
+    confidence_masks: int = spec_field(8, _pos)
     plots: bool = spec_field(True, bool_check)  # reliability diagrams and the other figures as PNG
 
 
@@ -219,6 +224,9 @@ class RobustSpec:
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     stats: StatsSpec = field(default_factory=StatsSpec)
     probes_: tuple[tuple[str, ProbeSpec], ...] = ()  # every probe table of the spec, by probe name
+    # the clean condition under a sampling DLM (Dream: tau = 0.2): "once" (seed None, the paper as read) or
+    # "per_seed" (one clean pass per perturbation seed, its sampler seed derived from it; pooled in the tables)
+    clean_seeds: str = "once"
     path: str | None = field(default=None, compare=False)
 
     def replace(self, **changes: Any) -> RobustSpec:
@@ -402,8 +410,9 @@ def _probe(name: str, raw: Any, tasks: Sequence[TaskSpec]) -> ProbeSpec:
 
 TOP_KEYS = {
     "name", "seed", "perturbation_seeds", "scope", "pairs", "conditions", "tasks",
-    "dlm", "ar", "likelihood", "calibration", "stats",
+    "dlm", "ar", "likelihood", "calibration", "stats", "clean_seeds",
 }  # fmt: skip
+CLEAN_SEEDS = ("once", "per_seed")
 
 
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> RobustSpec:
@@ -426,6 +435,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
             top.get("perturbation_seeds", [0]), "perturbation_seeds", lambda v, w: as_int(v, w, minimum=0)
         ),
         scope=as_str(top.get("scope", "prompt"), "scope", SCOPES),
+        clean_seeds=as_str(top.get("clean_seeds", "once"), "clean_seeds", CLEAN_SEEDS),
         pairs=pairs,
         conditions=condition_keys(
             as_table(top.get("conditions"), "conditions", {"preset", "types", "rates", "keys"})
