@@ -157,3 +157,33 @@ def test_probe_scaler_and_paper_layers():
     on = linear_probe(X, y, seed=0)
     off = linear_probe(X, y, seed=0, scaler=False)
     assert on.accuracy == 1.0 and off.accuracy < 0.8
+
+
+def test_robust_paper_plan_names_every_reading(capsys):
+    from dlmeval.cli.main import main
+    from dlmeval.protocols.robust import parse_spec
+
+    assert main(["--json", "robust", "robust-paper", "--plan"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    r = out["readings"]
+    assert set(r) >= {
+        "dlm_confidence",
+        "clean_seeds",
+        "dgcg_degradation",
+        "probe_layers",
+        "probe_scaler",
+        "ipm_T_d",
+    }
+    assert "nothing masked" in r["dlm_confidence"] and "relative" in r["dgcg_degradation"]
+    assert "Sec. 6.6: 64" in r["ipm_T_d"] and "Dream-7B vs Qwen2.5-7B" in r["clean_seeds"]
+    assert {a["analysis"] for a in out["analyses"]} == {"ipm", "dgcg", "probes", "trajectory", "attention"}
+    assert all(a["cost"] for a in out["analyses"])
+    base = {"tasks": {"triviaqa": {"n": 5}}, "probes": {"n": 5, "conditions": ["char.keyboard@0.20"]}}
+    ok = parse_spec({**base, "probes": {**base["probes"], "layers": "paper", "scaler": False}})
+    assert ok.probes.kwargs()["layers"] == "paper"
+    with pytest.raises(InputError, match="layers"):
+        parse_spec({**base, "probes": {**base["probes"], "layers": "odd"}})
+    with pytest.raises(InputError, match="scaler"):
+        parse_spec({**base, "probes": {**base["probes"], "scaler": "no"}})
