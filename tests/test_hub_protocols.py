@@ -128,6 +128,7 @@ def test_care_tiny_on_local_datasets(sets, tmp_path):
         cfg = store.get_run(res.model_runs["tiny-llada"]).signature.config
         items = store.get_run(res.model_runs["tiny-llada"]).results()
     assert cfg["data"]["corpus:owt"]["digest"] == ident["corpus:owt"]["digest"]
+    assert any("exemplars: the first 1 items of the train split" in w for w in res.warnings)
     assert {k.split("/")[1].split("|")[0] for k in items if k.startswith("gen/")} == {"owt", "lm1b"}
     loglik = res.tables["arc"].set_index("task")
     assert set(loglik.index) == {"arc", "hellaswag", "bbh"} and (loglik["n_items"] == 2).all()
@@ -201,3 +202,19 @@ def test_robust_tiny_on_local_datasets(sets, tmp_path):
     with pytest.raises(InputError, match="path .* or source, not both"):
         parse_spec({**raw, "tasks": {"triviaqa": {"path": "x.tsv", "source": sets["triviaqa"]}}})
     assert json.dumps(cfg)  # the identity is plain JSON
+
+
+def test_cli_refuses_an_uncached_hub_source_before_the_store_opens(sets, tmp_path, capsys):
+    from dlmeval.cli.main import main
+
+    p = tmp_path / "hub.toml"
+    p.write_text(CARE.format(**{**sets, "gsm8k": "nobody/absent-gsm8k"}))
+    store = tmp_path / "runs.sqlite"
+    assert main(["--store", str(store), "care", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "downstream.gsm8k.source" in err and "--allow-download" in err and len(err.splitlines()) == 1
+    assert not store.exists()
+    r = tmp_path / "r.toml"
+    r.write_text('[tasks.triviaqa]\nn = 2\nsource = "nobody/absent-tq"\n')
+    assert main(["--store", str(store), "robust", str(r)]) == 2
+    assert "--allow-download" in capsys.readouterr().err and not store.exists()

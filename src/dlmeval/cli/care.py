@@ -174,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
     if spec.metrics.featurizer.startswith("causal:"):
         check_model_spec(spec.metrics.featurizer, role="causal", allow_download=args.allow_download)
+    # every corpus and task read from a source is read (and downloaded, with --allow-download) before the store opens
+    from dlmeval.protocols.care.prompts import data_identity
+
+    data_identity(spec, args.data_dir, allow_download=args.allow_download)
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     with open_store(args.store) as store:

@@ -199,6 +199,13 @@ def run(args: argparse.Namespace) -> int:
     for pair in spec.pairs:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
         check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
+    if any(t.source for t in spec.tasks):  # sourced tasks are read before the store opens
+        from dlmeval.protocols.robust.evaluate import Data
+
+        sources = {t.name: t.data_source() for t in spec.tasks}
+        Data(getattr(args, "data_dir", None), sources=sources, allow_download=args.allow_download).identity(
+            spec
+        )
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     with open_store(args.store) as store:

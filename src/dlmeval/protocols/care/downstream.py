@@ -62,19 +62,32 @@ def downstream_units(spec: CareSpec, label: str, model, data_dir=None) -> list[U
     if d.gsm8k.n:
         td = task_data(d, "gsm8k", data_dir)
         work = [(it.item_id, gsm8k_prompt(it, td.shots), it) for it in td.items]
-        tasks.append(("gsm8k", work, d.gsm8k.gen_tokens))
-    for task, work, length in tasks:
+        tasks.append(("gsm8k", work, d.gsm8k.gen_tokens, f"gsm8k few-shot exemplars: {td.shots_from}"))
+    for task, work, length, *notice in tasks:
         for cell in downstream_cells(spec):
-            units.append(_task_unit(spec, label, model, task, cell, work, length))
+            units.append(_task_unit(spec, label, model, task, cell, work, length, *notice))
     return units
 
 
-def _task_unit(spec: CareSpec, label: str, model, task: str, cell: Cell, work: list, length: int) -> Unit:
-    """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt."""
+def _task_unit(
+    spec: CareSpec,
+    label: str,
+    model,
+    task: str,
+    cell: Cell,
+    work: list,
+    length: int,
+    notice: str | None = None,
+) -> Unit:
+    """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt;
+    ``notice``: a line the run records (where GSM8K's exemplars came from)."""
     sampler = []  # built on first use: a finished unit is read back without one
 
     def generate(chunk, warn) -> list[dict]:
         from dlmeval.sampling import RemaskingSampler
+
+        if notice:
+            warn(notice)
 
         if not sampler:
             sampler.append(RemaskingSampler(model, sampler_config(spec, cell, length=length)))
