@@ -113,8 +113,8 @@ def spec_with_overrides(args):
 def _plan(args, spec) -> int:
     from dlmeval.protocols.robust import model_entries, plan
     from dlmeval.protocols.robust.evaluate import clean_seeds
-    from dlmeval.protocols.robust.plan import analyses as plan_analyses
-    from dlmeval.protocols.robust.plan import readings as plan_readings
+    from dlmeval.protocols.robust.readings import analyses as plan_analyses
+    from dlmeval.protocols.robust.readings import readings as plan_readings
     from dlmeval.protocols.robust.tables import recipe_table
     from dlmeval.store import frame_records
 
