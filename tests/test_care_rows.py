@@ -75,3 +75,26 @@ def test_prompts_per_seed_and_mauve_samples(tmp_path):
     assert parse_spec(raw).config()["generation"]["resample_prompts"] is True
     assert "resample_prompts" not in parse_spec(base).config()["generation"]
     assert parse_spec({**base, "metrics": {"mauve_samples": 2}}).config()["metrics"]["mauve_samples"] == 2
+
+
+def test_downstream_only_spec_loads_no_evaluator(tmp_path, monkeypatch):
+    """care-instruct's shape: no corpus, GSM8K only; the PPL / MAUVE models are never loaded."""
+    from test_care import make_data
+
+    from dlmeval.protocols import care
+    from dlmeval.protocols.care import metrics as cm
+    from dlmeval.store import RunStore
+
+    def refuse(*a, **k):
+        raise AssertionError("the evaluator was loaded")
+
+    monkeypatch.setattr(cm.Evaluators, "__init__", refuse)
+    data = make_data(tmp_path / "data")
+    spec = parse_spec({"preset": "tiny", "models": {"diffusion": ["tiny-llada"], "evaluator": "tiny-causal"},
+                       "generation": {"n_prompts": 2, "sources": []}, "sweep": {"steps": [8]},
+                       "downstream": {"steps": [8], "strategies": ["none"],
+                                      "gsm8k": {"n": 2, "shots": 1, "gen_tokens": 8}}})  # fmt: skip
+    with RunStore(tmp_path / "s.sqlite") as store:
+        res = care.run_care(spec, store, data_dir=data, progress=False)
+    assert list(res.tables) == ["downstream"] and int(res.tables["downstream"]["n_items"].iloc[0]) == 2
+    assert any("the last 1 items of the evaluated split" in w for w in res.warnings)

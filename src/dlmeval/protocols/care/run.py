@@ -71,14 +71,19 @@ def run_care(
 
     say = (echo if current().is_main else None) or (lambda s: None)
     result = CareResult(spec)
-    metrics = Evaluators(
-        spec,
-        device=evaluator_device or device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        allow_download=allow_download,
-        data_dir=data_dir,
-        models=models,
+    # no corpus (a downstream-only spec such as care-instruct): no PPL or MAUVE, so no evaluator is loaded
+    metrics = (
+        Evaluators(
+            spec,
+            device=evaluator_device or device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            allow_download=allow_download,
+            data_dir=data_dir,
+            models=models,
+        )
+        if spec.generation.sources
+        else NoEvaluators()
     )
     identities: list[Any] = []
     all_cells: list[dict] = []
@@ -141,6 +146,13 @@ def run_care(
             result.tables, out_dir, header=f"Care sweep {spec.name}: {result.signature}"
         )
     return result
+
+
+class NoEvaluators:
+    """Stands in for :class:`Evaluators` when no cell is generated: nothing loaded, no identity in the runs."""
+
+    def identities(self) -> list[Any]:
+        return []
 
 
 def _labelled(spec: CareSpec) -> CareSpec:
