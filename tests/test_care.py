@@ -113,7 +113,7 @@ def test_spec_presets_and_overrides():
         ({"sweep": {"seeds": [1, 1]}}, "repeats"),
         ({"sweep": {"strategies": ["none", "random"]}}, "headline.strategy"),
         ({"sweep": {}, "headline": {"steps": 999}}, "headline.steps = 999"),
-        ({"sweep": {}, "generation": {"sources": ["owt"]}}, "not one of webtext, lm1b"),
+        ({"sweep": {}, "generation": {"sources": ["owt"]}}, r"neither a built-in corpus \(webtext, lm1b"),
         ({"sweep": {}, "preset": "huge"}, "preset"),
         ({}, r"\[sweep\] table is required"),
         ({"sweep": {}, "metrics": {"english_filter": "yes"}}, "true or false"),
@@ -149,7 +149,8 @@ def test_every_care_spec_default_is_written_once():
     tables = {"generation": cs.GenerationSpec, "sweep": cs.SweepSpec, "compute_matched": cs.MatchedSpec,
               "dose_response": cs.DoseSpec, "headline": cs.HeadlineSpec, "metrics": cs.MetricsSpec,
               "downstream": cs.DownstreamSpec}  # fmt: skip
-    nested = {"humaneval": cs.HumanEvalSpec, "gsm8k": cs.GSM8KSpec, "arc": cs.ARCSpec}
+    nested = {"humaneval": cs.HumanEvalSpec, "gsm8k": cs.GSM8KSpec, "arc": cs.ARCSpec,
+              "hellaswag": cs.HellaSwagSpec, "bbh": cs.BBHSpec}  # fmt: skip
     plain = parse_spec({"sweep": {}})
     assert (plain.name, plain.models, plain.evaluator) == (
         "care",
@@ -199,7 +200,8 @@ def test_every_care_spec_default_is_written_once():
     for raw, key in cases:
         with pytest.raises(InputError, match=rf"spec: {re.escape(key)}\b"):
             parse_spec(raw)
-    assert len(cases) == 5 + sum(len(dataclasses.fields(c)) for c in tables.values()) - 3 + 4 + 3 + 3
+    n_plain = sum(1 for c in tables.values() for f in dataclasses.fields(c) if "table" not in f.metadata)
+    assert len(cases) == 5 + n_plain + sum(len(dataclasses.fields(c)) for c in nested.values())
 
 
 def test_config_leaves_out_batch_size_and_splits_models():
@@ -550,10 +552,11 @@ def test_plan_cells_counts_and_dedup():
     cells = care.plan_cells(spec)
     keys = [c.key for c in cells]
     assert len(keys) == len(set(keys))
-    per_source = (
-        2 * 3 * 4 * 3 + 3 * 3 * 1 * 3 + (3 - 1) * 1
-    )  # sweep + compute-matched + dose (0.15 is a sweep cell)
+    # sweep (none, random, high_entropy: the random rows of Tables 5/17/19/20) + compute-matched + dose (0.15 is a
+    # sweep cell)
+    per_source = 3 * 3 * 4 * 3 + 3 * 3 * 1 * 3 + (3 - 1) * 1
     assert len(cells) == 2 * per_source
+    assert sum(c.strategy == "random" and c.steps is not None for c in cells) == 2 * 3 * 4 * 3
     assert cells[0].key == "webtext|none|s64|t0|f0.15|seed1"
 
 

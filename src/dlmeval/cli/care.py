@@ -102,10 +102,12 @@ def _plan(args, spec) -> int:
     and its ``[models."<spec>"]`` override (Dream's ``none`` at 256 steps spends 256 passes, LLaDA's 128)."""
     from dlmeval.protocols.care import canonical_cell, downstream_cells, plan_cells
     from dlmeval.protocols.care.cells import effective_cell, model_schedule
+    from dlmeval.protocols.care.plan import plan_extras, plan_lines
     from dlmeval.sampling import STRATEGIES, predict_nfe, steps_for_nfe
 
     g = spec.generation
     cells = plan_cells(spec)
+    extras = plan_extras(spec)
     rows, total, per_model = [], 0, {}
     kw = dict(block_length=g.block_length, accounting=g.accounting)
     for m in spec.models:
@@ -164,6 +166,7 @@ def _plan(args, spec) -> int:
         "batch_size": g.batch_size,
         "forward_calls_total": total,
         "cells": rows,
+        **extras,
     }
     ratio = f"ratio_vs_{spec.headline.baseline}"
     lines = [
@@ -185,7 +188,8 @@ def _plan(args, spec) -> int:
                 f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  "
                 f"x{r[ratio]:<5g} vs {spec.headline.baseline}  calls {r['forward_calls']}{note}"
             )
-    lines.append(f"batched forward calls in all (generation only, without stops at EOS): {total}")
+    lines.append(f"batched forward calls in all (sweep generation only, without stops at EOS): {total}")
+    lines += plan_lines(extras)
     emit(args, payload, "\n".join(lines))
     return 0
 
@@ -216,6 +220,10 @@ def run(args: argparse.Namespace) -> int:
         from dlmeval.sandbox import require_isolation
 
         require_isolation()  # a sandbox that would refuse HumanEval code fails before the store exists
+    # every corpus and task read from a source is read (and downloaded, with --allow-download) before the store opens
+    from dlmeval.protocols.care.prompts import data_identity
+
+    data_identity(spec, args.data_dir, allow_download=args.allow_download)
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     with open_store(args.store) as store:

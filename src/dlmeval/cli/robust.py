@@ -112,6 +112,9 @@ def spec_with_overrides(args):
 
 def _plan(args, spec) -> int:
     from dlmeval.protocols.robust import model_entries, plan
+    from dlmeval.protocols.robust.evaluate import clean_seeds
+    from dlmeval.protocols.robust.readings import analyses as plan_analyses
+    from dlmeval.protocols.robust.readings import readings as plan_readings
     from dlmeval.protocols.robust.tables import recipe_table
     from dlmeval.store import frame_records
 
@@ -131,8 +134,9 @@ def _plan(args, spec) -> int:
                 "gen_tokens": gen,
                 "steps": steps,
                 "ar_max_new_tokens": t.ar_tokens,
+                "data": t.source or t.path or "shipped stand-in",
                 "evaluations_per_model_and_mode": t.n
-                * (1 + len(spec.conditions) * len(spec.perturbation_seeds)),
+                * (len(clean_seeds(spec)) + len(spec.conditions) * len(spec.perturbation_seeds)),
             }
         )
     payload = {
@@ -145,6 +149,8 @@ def _plan(args, spec) -> int:
         "item_evaluations_per_model": per_model,
         "item_evaluations_total": per_model * len(entries),
         "probes": {k: getattr(spec, k).enabled for k in ("ipm", "dgcg", "probes")},
+        "analyses": plan_analyses(spec),
+        "readings": plan_readings(spec),
         "recipe": frame_records(recipe_table(spec)),
     }
     lines = [
@@ -154,11 +160,10 @@ def _plan(args, spec) -> int:
     for r in rows:
         lines.append(
             f"  {r['task']}: n={r['n']} modes={','.join(r['modes'])} gen_tokens={r['gen_tokens']} "
-            f"steps={r['steps']} ar_max_new_tokens={r['ar_max_new_tokens']}: "
+            f"steps={r['steps']} ar_max_new_tokens={r['ar_max_new_tokens']} data={r['data']}: "
             f"{r['evaluations_per_model_and_mode']} item evaluations per model and mode"
         )
     lines.append(f"item evaluations in all: {payload['item_evaluations_total']}")
-    lines.append("probes: " + ", ".join(f"{k} {'on' if v else 'off'}" for k, v in payload["probes"].items()))
     for r in recipe_table(spec).to_dict("records"):
         if r["role"] == "dlm":
             lines.append(
@@ -166,6 +171,14 @@ def _plan(args, spec) -> int:
                 f"block={r['block_length']} temperature={r['temperature']} top_p={r['top_p']} eos={r['eos']} "
                 f"(applied: {r['applied']})"
             )
+    lines.append("analyses:" if payload["analyses"] else "analyses: none")
+    for a in payload["analyses"]:
+        lines.append(
+            f"  {a['analysis']} ({a['title']}): models {', '.join(a['models']) or 'none of this role'}; tasks "
+            f"{', '.join(a['tasks'])}; n={a['n']}; conditions {', '.join(a['conditions']) or 'clean only'}; cost: {a['cost']}"
+        )
+    lines.append("readings:")
+    lines += [f"  {k}: {v}" for k, v in payload["readings"].items()]
     emit(args, payload, "\n".join(lines))
     return 0
 
@@ -186,6 +199,13 @@ def run(args: argparse.Namespace) -> int:
     for pair in spec.pairs:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
         check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
+    if any(t.source for t in spec.tasks):  # sourced tasks are read before the store opens
+        from dlmeval.protocols.robust.evaluate import Data
+
+        sources = {t.name: t.data_source() for t in spec.tasks}
+        Data(getattr(args, "data_dir", None), sources=sources, allow_download=args.allow_download).identity(
+            spec
+        )
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     with open_store(args.store) as store:

@@ -117,27 +117,13 @@ def _first_end(ids: Sequence[int], eos: set[int]) -> int:
     return next((k for k, t in enumerate(ids) if int(t) in eos), len(ids))
 
 
-@torch.no_grad()
-def dlm_token_probs(
-    model,
-    prompt_ids: Sequence[Sequence[int]],
-    generations: Sequence[Sequence[int]],
-    *,
-    commit: Sequence[np.ndarray | None] | None = None,
-    batch_size: int = 16,
-) -> list[TokenProbs]:
-    """Per-token ``max`` and ``chosen`` log-probabilities of DLM answers from one bidirectional pass each.
-
-    ``prompt_ids[b]``: the prompt as the sampler saw it; ``generations[b]``: the committed generation region (the
-    answer is its part before the first EOS; a raw region with tokens after the EOS is cut there). ``commit[b]``
-    (optional): the commit-time log-probabilities of the answer tokens (:meth:`CommitRecorder.commit_logprobs`).
-    """
-    from dlmeval.models.base import length_sorted_batches
-
+def scored_sequences(
+    model, prompt_ids: Sequence[Sequence[int]], generations: Sequence[Sequence[int]]
+) -> tuple[list[list[int]], list[tuple[int, int]], list[int]]:
+    """``(sequences, spans, n_answer)``: each prompt + answer (+ its terminating EOS), the scored positions
+    ``[start, stop)`` (the answer; an empty answer's end token) and the answer length (:func:`dlm_token_probs`)."""
     if len(prompt_ids) != len(generations):
         raise InputError(f"{len(prompt_ids)} prompts but {len(generations)} generations")
-    if commit is not None and len(commit) != len(generations):
-        raise InputError(f"{len(commit)} commit-time arrays for {len(generations)} generations")
     eos = {int(t) for t in model.eos_token_ids}
     seqs: list[list[int]] = []
     spans: list[tuple[int, int]] = []  # scored positions [start, stop) in the unpadded sequence
@@ -159,6 +145,29 @@ def dlm_token_probs(
             raise InputError(
                 f"prompt plus answer ({len(seqs[-1])} tokens) exceed the model's window of {model.max_length}"
             )
+    return seqs, spans, n_answer
+
+
+@torch.no_grad()
+def dlm_token_probs(
+    model,
+    prompt_ids: Sequence[Sequence[int]],
+    generations: Sequence[Sequence[int]],
+    *,
+    commit: Sequence[np.ndarray | None] | None = None,
+    batch_size: int = 16,
+) -> list[TokenProbs]:
+    """Per-token ``max`` and ``chosen`` log-probabilities of DLM answers from one bidirectional pass each.
+
+    ``prompt_ids[b]``: the prompt as the sampler saw it; ``generations[b]``: the committed generation region (the
+    answer is its part before the first EOS; a raw region with tokens after the EOS is cut there). ``commit[b]``
+    (optional): the commit-time log-probabilities of the answer tokens (:meth:`CommitRecorder.commit_logprobs`).
+    """
+    from dlmeval.models.base import length_sorted_batches
+
+    if commit is not None and len(commit) != len(generations):
+        raise InputError(f"{len(commit)} commit-time arrays for {len(generations)} generations")
+    seqs, spans, n_answer = scored_sequences(model, prompt_ids, generations)
     out: list[TokenProbs | None] = [None] * len(seqs)
     for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
         ids, attn = model.pad([seqs[i] for i in batch])

@@ -136,6 +136,10 @@ def token_labels(encoder: Any, text: str, edits: Sequence[Any], *, shift: int = 
 
 
 # ---------------------------------------------------------------------------------------------------- probes
+#: the paper's layer set (Sec. 5: "layers {0, 2, 4, ..., 30, 31} of 32"), as indices into the hidden states
+PAPER_LAYERS: tuple[int, ...] = (*range(0, 31, 2), 31)
+
+
 def layer_indices(n_states: int, n: int = 17) -> list[int]:
     """``n`` evenly spaced indices into ``n_states`` hidden states (first and last included; fewer if
     ``n_states < n``). The paper probes 17 of 32 layers."""
@@ -252,8 +256,10 @@ def linear_probe(
     test_size: float = 0.2,
     C: float = 1.0,
     max_iter: int = 500,
+    scaler: bool = True,
 ) -> LayerProbe:
-    """Fit an l2 logistic regression (standardised features) on a seeded split; test accuracy and AUROC.
+    """Fit an l2 logistic regression (standardised features; ``scaler=False``: raw hidden states, the paper
+    states no scaling) on a seeded split; test accuracy and AUROC.
 
     ``split="token"``: stratified by label; ``"sequence"``: whole sequences (``groups``) on one side. The split is
     a function of ``seed`` and the rows only, so every layer of a :class:`FeatureSet` gets the same split.
@@ -282,7 +288,8 @@ def linear_probe(
         tr, te = next(GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=rs).split(X, y, groups))
     if len(np.unique(y[tr])) < 2 or len(np.unique(y[te])) < 2:
         raise InputError("the split left one side with a single class; probe more sequences")
-    clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
+    steps = [StandardScaler()] if scaler else []
+    clf = make_pipeline(*steps, LogisticRegression(C=C, max_iter=max_iter))
     clf.fit(X[tr], y[tr])
     acc = accuracy_score(y[te], clf.predict(X[te]))
     auc = roc_auc_score(y[te], clf.decision_function(X[te]))

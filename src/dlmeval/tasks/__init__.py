@@ -4,9 +4,13 @@ Tasks (singletons; ``get_task(name)``, ``TASKS``)
     ``TRIVIAQA``       open answer; correct if a normalised alias is a whole-word substring of the output
     ``GSM8K_TASK``     open answer; the final number (``#### N``, ``\\boxed{N}``, "the answer is N", last number)
     ``ARC_CHALLENGE``  four options; a generated letter (the paper) or the likelihood argmax over options
+    ``HELLASWAG``, ``BBH_TASK``  the Care paper's log-likelihood checks (lm-eval formats; a source is required)
 
 Every task
-    ``task.items(data_dir=None, path=None, limit=None)``  items from :mod:`dlmeval.data.tasks` (with ``item_id``)
+    ``task.items(data_dir=None, path=None, limit=None, source=None)``  items from :mod:`dlmeval.data.tasks`
+                                                         (with ``item_id``), or from a hub id / local dataset
+                                                         (``source``: :class:`dlmeval.data.rows.DataSource`)
+    ``task.load_source(source, ...) -> (items, identity)``  the same and what a run configuration records
     ``task.prompt(item) -> Prompt(text, question=(start, end))``  the paper's user message (App. D) and the
                                                          question's span in it
     ``task.user_message(item, perturbation=None, seed=0, scope="prompt"|"question") -> UserMessage``
@@ -59,10 +63,11 @@ from dlmeval.tasks.base import (
     fill,
     perturb_prompt,
 )
+from dlmeval.tasks.choice import BBH, BBH_TASK, HELLASWAG, HellaSwag
 from dlmeval.tasks.gsm8k import GSM8K, GSM8K_TASK, GSM8K_TEMPLATE, extract_gsm8k_answer
 from dlmeval.tasks.triviaqa import TRIVIAQA, TRIVIAQA_TEMPLATE, TriviaQA, alias_match, normalize_answer
 
-TASKS: dict[str, Task] = {t.name: t for t in (TRIVIAQA, GSM8K_TASK, ARC_CHALLENGE)}
+TASKS: dict[str, Task] = {t.name: t for t in (TRIVIAQA, GSM8K_TASK, ARC_CHALLENGE, HELLASWAG, BBH_TASK)}
 _ALIASES = {
     "arc": "arc_challenge",
     "arc-challenge": "arc_challenge",
@@ -93,6 +98,10 @@ def get_task(name: str) -> Task:
 
 __all__ = [
     "ARCChallenge",
+    "BBH",
+    "BBH_TASK",
+    "HELLASWAG",
+    "HellaSwag",
     "ARC_CHALLENGE",
     "ARC_LIKELIHOOD_TEMPLATE",
     "ARC_TEMPLATE",

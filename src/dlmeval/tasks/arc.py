@@ -99,6 +99,7 @@ class ARCChallenge(Task):
     template = ARC_TEMPLATE
     likelihood_template = ARC_LIKELIHOOD_TEMPLATE
     multiple_choice = True
+    data_kind = "arc_challenge"
     chance = 0.25
     max_new_tokens = 128
     stop = ("\nQuestion:",)

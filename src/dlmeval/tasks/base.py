@@ -118,6 +118,8 @@ class Task(ABC):
     #: the task's own settings a spec may give (``[tasks.<name>] key = value``): name -> allowed values; the
     #: first value is the default, held as an instance attribute of that name
     options: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+    #: the kind of :mod:`dlmeval.data.rows` (its hub defaults and row converter) for data that is not shipped
+    data_kind: ClassVar[str] = ""
 
     def configured(self, **options: Any) -> Task:
         """This task with ``options`` set (a copy; the task itself when they are all its current values)."""
@@ -177,14 +179,59 @@ class Task(ABC):
     ) -> UserMessage:
         return perturb_prompt(self.prompt(item), perturbation, seed=seed, item_id=item.item_id, scope=scope)
 
-    def items(self, data_dir=None, *, path=None, limit: int | None = None) -> list[Any]:
-        """The first ``limit`` items in file order (the paper evaluates n = 200 per condition)."""
-        items = self.load(data_dir, path=path)
-        if limit is not None:
-            if limit < 1:
-                raise InputError(f"limit must be a positive number of items, got {limit}")
-            items = items[:limit]
-        return items
+    def items(
+        self, data_dir=None, *, path=None, limit: int | None = None, source=None, allow_download: bool = False
+    ) -> list[Any]:
+        """The first ``limit`` items in file order (the paper evaluates n = 200 per condition); ``source``: a
+        :class:`~dlmeval.data.rows.DataSource` to read instead of the shipped file (:meth:`load_source`)."""
+        return self.load_source(
+            source, data_dir=data_dir, path=path, limit=limit, allow_download=allow_download
+        )[0]
+
+    def from_rows(self, rows) -> list[Any]:
+        """Items from dataset rows (:mod:`dlmeval.data.rows`)."""
+        from dlmeval.data.rows import CONVERTERS
+
+        if self.data_kind not in CONVERTERS:
+            raise InputError(f"task {self.name} reads no dataset rows (Task.from_rows)")
+        return CONVERTERS[self.data_kind](rows, label=self.name)
+
+    def load_source(
+        self, source=None, *, data_dir=None, path=None, limit: int | None = None, allow_download: bool = False,
+        what: str = "",
+    ) -> tuple[list[Any], dict[str, Any]]:  # fmt: skip
+        """``(items, identity)``: the first ``limit`` items of the shipped file (``source`` None or shipped) or of
+        the source's rows, and what a run configuration records of them
+        (:func:`dlmeval.data.rows.source_identity`: the rows' provenance, or the shipped file's digest)."""
+        from dlmeval.data.rows import read_source, source_identity
+
+        if limit is not None and limit < 1:
+            raise InputError(f"limit must be a positive number of items, got {limit}")
+        if source is None or source.shipped:
+            items = self.load(data_dir, path=path)
+            ident = (
+                {"kind": "file", "path": str(path), "file_digest": _digest(path)}
+                if path is not None
+                else source_identity(self.data_kind or self.name, source or _shipped(), data_dir)
+            )
+            return (items[:limit] if limit is not None else items), ident
+        rows = read_source(
+            self.data_kind or self.name, source, allow_download=allow_download, limit=limit,
+            what=what or f"task {self.name}",
+        )  # fmt: skip
+        return self.from_rows(rows), source_identity(self.data_kind, source, rows=rows)
+
+
+def _shipped():
+    from dlmeval.data.rows import DataSource
+
+    return DataSource()
+
+
+def _digest(path) -> str:
+    from dlmeval.data.paths import file_digest
+
+    return file_digest(path)
 
 
 @dataclass(frozen=True)

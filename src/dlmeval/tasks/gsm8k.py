@@ -63,6 +63,7 @@ def extract_gsm8k_answer(text: str) -> str | None:
 class GSM8K(Task):
     name = "gsm8k"
     template = GSM8K_TEMPLATE
+    data_kind = "gsm8k"
     chance = 0.0
     max_new_tokens = 512
     stop = ("\nProblem:",)

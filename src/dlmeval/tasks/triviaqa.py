@@ -45,6 +45,7 @@ def alias_match(prediction: str, aliases: tuple[str, ...] | list[str], *, whole_
 class TriviaQA(Task):
     name = "triviaqa"
     template = TRIVIAQA_TEMPLATE
+    data_kind = "triviaqa"
     chance = 0.0
     max_new_tokens = 128
     stop = ("\nQuestion:",)

@@ -156,6 +156,15 @@ def table_headline(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def _longest(down: pd.DataFrame, task: str) -> str:
+    """The task's rows to report: ``task`` itself, or of its lengths (``humaneval@128``, ``humaneval@512``) the
+    longest (where Table 11's compute-matched ``none*`` at NFE 437 is reachable)."""
+    names = [t for t in dict.fromkeys(down["task"]) if t == task or str(t).startswith(task + "@")]
+    if task in names or not names:
+        return task
+    return max(names, key=lambda t: int(str(t).rsplit("@", 1)[1]))
+
+
 def table_leaderboard(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
     """Tables 12/21: per model and source, PPL and MAUVE of the baseline and the strategy at the headline
     configuration (means over seeds), the interaction gap with its paired SE and p, and the downstream scores:
@@ -185,7 +194,11 @@ def table_leaderboard(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -
             "n_seeds": gs["n_seeds"],
         }
         for task, col in (("humaneval", "humaneval_pass1"), ("gsm8k", "gsm8k_em")):
-            d = down[(down["model"] == model) & (down["task"] == task) & (down["strategy"] == h.baseline)]
+            d = down[
+                (down["model"] == model)
+                & (down["task"] == _longest(down, task))
+                & (down["strategy"] == h.baseline)
+            ]
             row[col], row[f"{task}_cell"] = np.nan, None
             if not len(d):
                 continue

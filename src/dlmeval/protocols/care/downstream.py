@@ -16,7 +16,7 @@ from dlmeval.protocols.care.cells import Cell, downstream_cells, sampler_config
 from dlmeval.protocols.care.frames import DOWN_COLUMNS
 from dlmeval.protocols.care.loop import Unit
 from dlmeval.protocols.care.prompts import continuation_text
-from dlmeval.protocols.care.spec import CareSpec
+from dlmeval.protocols.care.spec import LOGLIK_TASKS, CareSpec
 from dlmeval.protocols.common import cut_at
 from dlmeval.seeding import derive_seed
 
@@ -48,40 +48,51 @@ def gsm8k_strict_match(text: str) -> str | None:
 def downstream_units(
     spec: CareSpec, label: str, model, data_dir=None, *, model_spec: str | None = None
 ) -> list[Unit]:
-    """The downstream work of one model: ARC (when asked for), then HumanEval and GSM8K per downstream cell
-    (run as ``model_spec``'s override says)."""
+    """The downstream work of one model: the log-likelihood checks (ARC, HellaSwag, BBH, when asked for), then
+    HumanEval (at each of its lengths) and GSM8K per downstream cell (run as ``model_spec``'s override says)."""
+    from dlmeval.protocols.care.data import task_data
+
     d = spec.downstream
-    units = [_arc_unit(spec, label, model, data_dir)] if d.arc.n else []
+    units = [_choice_unit(spec, label, model, t, data_dir) for t in LOGLIK_TASKS if getattr(d, t).n]
     tasks = []
     if d.humaneval.n:
-        from dlmeval.data.tasks import load_humaneval
-
-        items = load_humaneval(data_dir)[: d.humaneval.n]
-        tasks.append(("humaneval", [(it.item_id, it.prompt, it) for it in items], d.humaneval.gen_tokens))
+        items = task_data(d, "humaneval", data_dir).items
+        lengths = d.humaneval.lengths
+        for length in lengths:
+            name = "humaneval" if len(lengths) == 1 else f"humaneval@{length}"
+            tasks.append((name, [(it.item_id, it.prompt, it) for it in items], length))
     if d.gsm8k.n:
-        from dlmeval.data.tasks import load_gsm8k
-
-        items = load_gsm8k(data_dir)
-        # lm-eval draws its exemplars from the train split, which is not shipped here: the last `shots` test
-        # items stand in and are removed from the evaluated pool, so no item is its own exemplar
-        shots = items[len(items) - d.gsm8k.shots :] if d.gsm8k.shots else []
-        pool = items[: len(items) - d.gsm8k.shots]
-        work = [(it.item_id, gsm8k_prompt(it, shots), it) for it in pool[: d.gsm8k.n]]
-        tasks.append(("gsm8k", work, d.gsm8k.gen_tokens))
-    for task, work, length in tasks:
+        td = task_data(d, "gsm8k", data_dir)
+        work = [(it.item_id, gsm8k_prompt(it, td.shots), it) for it in td.items]
+        tasks.append(("gsm8k", work, d.gsm8k.gen_tokens, f"gsm8k few-shot exemplars: {td.shots_from}"))
+    for task, work, length, *notice in tasks:
         for cell in downstream_cells(spec):
-            units.append(_task_unit(spec, label, model, task, cell, work, length, model_spec))
+            units.append(
+                _task_unit(spec, label, model, task, cell, work, length, *notice, model_spec=model_spec)
+            )
     return units
 
 
 def _task_unit(
-    spec: CareSpec, label: str, model, task: str, cell: Cell, work: list, length: int, model_spec=None
+    spec: CareSpec,
+    label: str,
+    model,
+    task: str,
+    cell: Cell,
+    work: list,
+    length: int,
+    notice: str | None = None,
+    model_spec: str | None = None,
 ) -> Unit:
-    """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt."""
+    """One (task, cell): ``work`` holds ``(item id, prompt, item)``; ``length`` generated tokens per prompt;
+    ``notice``: a line the run records (where GSM8K's exemplars came from)."""
     sampler = []  # built on first use: a finished unit is read back without one
 
     def generate(chunk, warn) -> list[dict]:
         from dlmeval.sampling import RemaskingSampler
+
+        if notice:
+            warn(notice)
 
         if not sampler:
             sampler.append(
@@ -101,7 +112,7 @@ def _task_unit(
         for (iid, _, it), e, rec in zip(chunk, enc, res.records()):
             text = continuation_text(model, e, rec["token_ids"], rec["text"])
             row = {"item": iid, "nfe": rec["nfe"], "raw": text}
-            row.update(_humaneval(spec, it, text, warn) if task == "humaneval" else _gsm8k(it, text))
+            row.update(_humaneval(spec, it, text, warn) if task.startswith("humaneval") else _gsm8k(it, text))
             rows.append(row)
         return rows
 
@@ -162,20 +173,23 @@ def _gsm8k(it, text: str) -> dict:
     }
 
 
-def _arc_unit(spec: CareSpec, label: str, model, data_dir) -> Unit:
-    """ARC-Challenge by conditional DiffScore over the options (mean log-probability; argmax wins): one summary
-    record, no per-item records."""
+def _choice_unit(spec: CareSpec, label: str, model, task: str, data_dir) -> Unit:
+    """A log-likelihood check (ARC-Challenge, HellaSwag, BBH) by conditional DiffScore over the options (mean
+    log-probability; argmax wins): one summary record, no per-item records. Unit key ``down/<task>``."""
 
     def finish(recs, warn) -> dict:
+        from dlmeval.protocols.care.data import task_data
         from dlmeval.scoring import DiffScorer
-        from dlmeval.tasks import ARC_CHALLENGE, argmax_choice
+        from dlmeval.tasks import argmax_choice, get_task
 
-        a = spec.downstream.arc
-        items = ARC_CHALLENGE.items(data_dir=data_dir, limit=a.n)
-        scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, "arc"))
+        a = getattr(spec.downstream, task)
+        t = get_task("arc_challenge" if task == "arc" else task)
+        items = task_data(spec.downstream, task, data_dir).items
+        # the ARC check keeps its historical seed; the others derive theirs from their name
+        scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, task))
         requests = []
         for it in items:
-            msg, conts = ARC_CHALLENGE.choice_request(it)
+            msg, conts = t.choice_request(it)
             requests.append((msg.text, conts))
         nfe0 = model.nfe
         scores = common.diffscore_choice_scores(scorer, requests, item_ids=[it.item_id for it in items])
@@ -184,7 +198,7 @@ def _arc_unit(spec: CareSpec, label: str, model, data_dir) -> Unit:
             for it, s in zip(items, scores)
         ]
         return {
-            "task": "arc",
+            "task": task,
             "n": len(items),
             "accuracy": float(np.mean(correct)),
             "nfe": float(model.nfe - nfe0),
@@ -193,12 +207,12 @@ def _arc_unit(spec: CareSpec, label: str, model, data_dir) -> Unit:
         }
 
     def row(rec) -> dict:
-        return {"model": label, "task": "arc", "strategy": None, "steps": None, "nfe_budget": None,
+        return {"model": label, "task": task, "strategy": None, "steps": None, "nfe_budget": None,
                 "temperature": None, "seed": None, "n": rec["n"], "accuracy": rec["accuracy"], "nfe": rec["nfe"]}  # fmt: skip
 
     return Unit(
-        key="down/arc",
-        name="arc",
+        key=f"down/{task}",
+        name=task,
         table="down",
         items=[],
         item_keys=[],
@@ -207,7 +221,7 @@ def _arc_unit(spec: CareSpec, label: str, model, data_dir) -> Unit:
         finish=finish,
         row=row,
         describe=lambda rec: (
-            f"care: arc_challenge (log-likelihood): accuracy {rec['accuracy']:.3f} over {rec['n']} items"
+            f"care: {task} (log-likelihood): accuracy {rec['accuracy']:.3f} over {rec['n']} items"
         ),
     )
 

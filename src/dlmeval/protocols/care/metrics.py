@@ -58,7 +58,9 @@ class Evaluators:
     def reference_features(self, source: str) -> np.ndarray:
         if source not in self._ref:
             m = self.spec.metrics
-            refs = build_references(source, m.n_reference, m.reference_words, self.data_dir)
+            refs = build_references(
+                source, m.n_reference, m.reference_words, self.data_dir, self.spec.corpus(source)
+            )
             self._ref[source] = np.asarray(self.featurizer(refs), dtype=np.float32)
         return self._ref[source]
 
@@ -104,8 +106,18 @@ def cell_metrics(
         return rec
     pr = perplexity(metrics.evaluator, [gens[i]["prefix"] for i in keep], [texts[i] for i in keep])
     rec["ppl"], rec["ppl_mean_item"] = pr.ppl, pr.mean_item_ppl
+    mauve_texts = acc_texts
+    if m.mauve_samples is not None and len(acc_texts) > m.mauve_samples:
+        # a seeded subsample of the accepted generations (metrics.mauve_samples, docs/care.md), in prompt order
+        from dlmeval.seeding import numpy_rng
+
+        pick = numpy_rng(spec.seed, "mauve-samples", cell.key).choice(
+            len(acc_texts), m.mauve_samples, replace=False
+        )
+        mauve_texts = [acc_texts[i] for i in sorted(pick.tolist())]
+    rec["mauve_n"] = len(mauve_texts)
     ms = mauve_score(
-        acc_texts,
+        mauve_texts,
         None,
         metrics.featurizer,
         seed=derive_seed(spec.seed, "mauve", cell.seed),

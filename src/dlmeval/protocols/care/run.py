@@ -30,7 +30,7 @@ from dlmeval.protocols.care.markdown import markdown
 from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
 from dlmeval.protocols.care.prompts import (
     PromptItem,
-    build_prompts,
+    cell_prompts,
     continuation_text,
     data_identity,
     model_label,
@@ -78,19 +78,24 @@ def run_care(
 
     say = (echo if current().is_main else None) or (lambda s: None)
     result = CareResult(spec)
-    metrics = Evaluators(
-        spec,
-        device=evaluator_device or device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        allow_download=allow_download,
-        data_dir=data_dir,
-        models=models,
+    # no corpus (a downstream-only spec such as care-instruct): no PPL or MAUVE, so no evaluator is loaded
+    metrics = (
+        Evaluators(
+            spec,
+            device=evaluator_device or device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            allow_download=allow_download,
+            data_dir=data_dir,
+            models=models,
+        )
+        if spec.generation.sources
+        else NoEvaluators()
     )
     identities: list[Any] = []
     all_cells: list[dict] = []
     all_down: list[dict] = []
-    data = data_identity(spec, data_dir)
+    data = data_identity(spec, data_dir, allow_download=allow_download)
     if spec.downstream.enabled and spec.downstream.humaneval.n:
         from dlmeval.sandbox import require_isolation
 
@@ -152,6 +157,13 @@ def run_care(
     return result
 
 
+class NoEvaluators:
+    """Stands in for :class:`Evaluators` when no cell is generated: nothing loaded, no identity in the runs."""
+
+    def identities(self) -> list[Any]:
+        return []
+
+
 def _labelled(spec: CareSpec) -> CareSpec:
     """The spec with its models as table labels (the leaderboard keeps the spec's model order)."""
     return spec.replace(models=tuple(model_label(m) for m in spec.models))
@@ -164,8 +176,7 @@ def run_model(
     (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
     (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows.
     ``model_spec``: the spec's name of the model (its ``[models."<spec>"]`` override applies)."""
-    g = spec.generation
-    prompts = {src: build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir) for src in g.sources}
+    prompts = cell_prompts(spec, model, data_dir)
     units = sweep_units(spec, label, model, prompts, metrics, model_spec=model_spec)
     if spec.downstream.enabled:
         units += downstream_units(spec, label, model, data_dir, model_spec=model_spec)
@@ -193,7 +204,7 @@ def sweep_units(
         eff = effective_cell(spec, cell, model_spec)
         canon = canonical_cell(spec, eff, time_conditioned=tc, native_schedule=native)
         canon = dataclasses.replace(canon, strategy=cell.strategy, temperature=cell.temperature)
-        items = prompts[canon.source]
+        items = prompts.get((canon.source, canon.seed)) or prompts[canon.source]
         same = canon.key != cell.key
         units.append(
             Unit(

@@ -24,12 +24,21 @@ field: its default and its check (``spec_field``), read by the one generic reade
     prefix_tokens = 64                         # overrides the preset
     gen_tokens = 128
     n_prompts = 100                            # prompts per cell
-    sources = ["webtext"]                      # webtext (OpenWebText stand-in), lm1b
+    sources = ["webtext"]                      # corpus names: webtext (OpenWebText stand-in), lm1b, openwebtext,
+                                               # or any [corpora.<name>]; [] runs the downstream checks only
+    resample_prompts = false                   # true: each seed draws its own prompts (default: the paper's
+                                               # reading, the same prompts for every seed)
     batch_size = 16                            # rows per forward pass (does not change a number)
     block_length = 32                          # semi-autoregressive blocks (default: one block)
     suppress_eos = false                       # ban EOS ids while sampling (default: a row may end early)
     eos_rank_last = false                      # keep EOS but unmask it after every other position (LLaDA B.4)
     accounting = "paper"                       # paper: re-masked tokens cost real passes; refill: 1 per step
+
+    [corpora.webtext]                          # where a corpus's texts come from (default: the shipped stand-in)
+    source = "Skylion007/openwebtext"          # a hub id (--allow-download) or a save_to_disk dir / parquet /
+    split = "train[:20000]"                    # JSONL / CSV file; split (datasets slicing works), config,
+    field = "text"                             # the text field, style = "documents" | "sentences" (LM1B:
+    limit = 20000                              # consecutive sentences joined), limit = rows read
 
     [sweep]                                    # the full factorial: strategies x steps x temperatures x seeds
     strategies = ["none", "high_entropy"]
@@ -60,7 +69,9 @@ field: its default and its check (``spec_field``), read by the one generic reade
 
     [metrics]
     featurizer = "minilm"                      # MAUVE features: minilm, ar (the evaluator) or causal:PATH
-    mauve_buckets = "auto"                     # or an integer (Care: 500)
+    mauve_buckets = "auto"                     # MAUVE clusters: auto = n / 10 (the MAUVE paper) or an integer
+    mauve_samples = 500                        # generations per cell MAUVE compares (seeded subsample; default:
+                                               # all accepted). Care's "K = 500": read as 500 samples (docs/care.md)
     n_reference = 500                          # human reference texts per source
     reference_words = 96                       # reference texts are packed to this many words
     english_filter = true
@@ -72,9 +83,12 @@ field: its default and its check (``spec_field``), read by the one generic reade
     nfe = []
     temperatures = [0.0]
     seeds = [1]
-    humaneval = { n = 20, gen_tokens = 256, timeout_s = 10, memory_mb = 1024 }
-    gsm8k = { n = 50, shots = 4, gen_tokens = 256 }
+    humaneval = { n = 20, gen_tokens = 256, timeout_s = 10, memory_mb = 1024 }  # gen_tokens may be a list
+    gsm8k = { n = 50, shots = 4, gen_tokens = 256 }  # exemplars: the source's train split when it has one
     arc = { n = 100, n_masks = 5, n_rates = 5 } # log-likelihood multiple choice (sampling-invariant check)
+    hellaswag = { n = 0, source = "Rowan/hellaswag" }    # log-likelihood checks (a source is required)
+    bbh = { n = 0, source = "lukaemon/bbh", configs = ["boolean_expressions"] }
+    # every task takes source / split / config (default: the shipped stand-in)
 """
 
 from __future__ import annotations
@@ -105,14 +119,15 @@ from dlmeval.protocols.spec_io import (
 )
 from dlmeval.sampling.config import ACCOUNTINGS
 
-SOURCES = ("webtext", "lm1b")
+SOURCES = ("webtext", "lm1b", "openwebtext")  # the built-in corpus names (CORPORA)
+STYLES = ("documents", "sentences")
 FEATURIZERS = ("minilm", "ar")
 PRESETS: dict[str, dict[str, int]] = {
     "paper": {"prefix_tokens": 64, "gen_tokens": 128},
     "cpu": {"prefix_tokens": 32, "gen_tokens": 64},
     "tiny": {"prefix_tokens": 8, "gen_tokens": 16},
 }
-SHIPPED = ("care-demo", "care-paper", "care-tiny")
+SHIPPED = ("care-demo", "care-paper", "care-tiny", "care-strategies", "care-instruct")
 
 
 def _strategies() -> tuple[str, ...]:
@@ -146,6 +161,38 @@ _seeds = list_check(int_check(0))
 
 
 # ------------------------------------------------------------------------------------------------ the spec
+_opt_str = str_check()
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """``[corpora.<name>]``: where a corpus's texts come from. ``source`` None: the shipped stand-in of a
+    built-in name (webtext, lm1b). ``style``: ``documents`` (a prompt is one text cut at the prefix length;
+    OpenWebText) or ``sentences`` (consecutive texts joined until long enough; LM1B). ``limit``: rows read."""
+
+    source: str | None = spec_field(None, _opt_str)
+    split: str | None = spec_field(None, _opt_str)
+    config: str | None = spec_field(None, _opt_str)
+    field: str = spec_field("text", _opt_str)
+    style: str = spec_field("documents", str_check(STYLES))
+    limit: int | None = spec_field(None, int_check(2))
+
+    def data_source(self):
+        from dlmeval.data.rows import DataSource
+
+        return DataSource(self.source, self.split, self.config)
+
+
+#: the built-in corpora (a spec's [corpora.<name>] replaces or adds one)
+CORPORA: dict[str, CorpusSpec] = {
+    "webtext": CorpusSpec(style="documents"),
+    "lm1b": CorpusSpec(style="sentences"),
+    "openwebtext": CorpusSpec(
+        source="Skylion007/openwebtext", split="train", style="documents", limit=100_000
+    ),
+}
+
+
 @dataclass(frozen=True)
 class ModelsSpec:
     """The ``[models]`` table as written (:class:`CareSpec` keeps its two values flat: ``models``, ``evaluator``)."""
@@ -160,12 +207,13 @@ class GenerationSpec:
     prefix_tokens: int = spec_field(PRESETS["paper"]["prefix_tokens"], _pos)
     gen_tokens: int = spec_field(PRESETS["paper"]["gen_tokens"], _pos)
     n_prompts: int = spec_field(100, int_check(2))
-    sources: tuple[str, ...] = spec_field(("webtext",), list_check(str_check(SOURCES)))
+    sources: tuple[str, ...] = spec_field(("webtext",), list_check(str_check(), allow_empty=True))
     batch_size: int = spec_field(16, _pos)
     block_length: int | None = spec_field(None, _pos)
     suppress_eos: bool = spec_field(False, bool_check)
     eos_rank_last: bool = spec_field(False, bool_check)
     accounting: str = spec_field("paper", str_check(ACCOUNTINGS))
+    resample_prompts: bool = spec_field(False, bool_check)  # true: per-seed prompts (docs/care.md)
 
 
 @dataclass(frozen=True)
@@ -223,34 +271,81 @@ class HeadlineSpec:
 @dataclass(frozen=True)
 class MetricsSpec:
     featurizer: str = spec_field("minilm", _featurizer)
-    mauve_buckets: int | str = spec_field("auto", _buckets)
+    mauve_buckets: int | str = spec_field("auto", _buckets)  # MAUVE's number of clusters
+    mauve_samples: int | None = spec_field(None, int_check(2))  # generations per cell in MAUVE (None: all)
     n_reference: int = spec_field(500, int_check(2))
     reference_words: int = spec_field(96, _pos)
     english_filter: bool = spec_field(True, bool_check)
     self_bleu_max: int = spec_field(200, int_check(2))
 
 
+def _lengths(v: Any, at: str) -> int | tuple[int, ...]:
+    """One generation length, or a list of them (each its own task rows: ``humaneval@128``)."""
+    if isinstance(v, list | tuple):
+        out = _steps_list(v, at)
+        return out[0] if len(out) == 1 else out
+    return as_int(v, at, minimum=1)
+
+
 @dataclass(frozen=True)
-class HumanEvalSpec:
+class _Source:
+    """Where a downstream task's items come from (default: the shipped stand-in; dlmeval.data.rows)."""
+
+    source: str | None = spec_field(None, _opt_str)
+    split: str | None = spec_field(None, _opt_str)
+    config: str | None = spec_field(None, _opt_str)
+
+    def data_source(self, config: str | None = None):
+        from dlmeval.data.rows import DataSource
+
+        return DataSource(self.source, self.split, config or self.config)
+
+
+@dataclass(frozen=True)
+class HumanEvalSpec(_Source):
     n: int = spec_field(0, _count)
-    gen_tokens: int = spec_field(256, _pos)
+    gen_tokens: int | tuple[int, ...] = spec_field(256, _lengths)
     timeout_s: float = spec_field(10.0, float_check(0.1))
     memory_mb: int = spec_field(1024, int_check(64))
 
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return self.gen_tokens if isinstance(self.gen_tokens, tuple) else (self.gen_tokens,)
+
 
 @dataclass(frozen=True)
-class GSM8KSpec:
+class GSM8KSpec(_Source):
     n: int = spec_field(0, _count)
     shots: int = spec_field(4, _count)
     gen_tokens: int = spec_field(256, _pos)
+    # the split the exemplars come from when the source has it (lm-eval: train); otherwise the last `shots`
+    # items of the evaluated split stand in and leave the pool (stated in the plan and the run warnings)
+    exemplar_split: str = spec_field("train", _opt_str)
 
 
 @dataclass(frozen=True)
-class ARCSpec:
+class ARCSpec(_Source):
     n: int = spec_field(0, _count)
     # DiffScore conditional estimator: K masks over T rates (the fast preset by default)
     n_masks: int = spec_field(5, _pos)
     n_rates: int = spec_field(5, _pos)
+
+
+@dataclass(frozen=True)
+class HellaSwagSpec(ARCSpec):
+    """HellaSwag by log-likelihood (the Care paper's sanity check); no stand-in ships: ``source`` is needed."""
+
+
+@dataclass(frozen=True)
+class BBHSpec(ARCSpec):
+    """BBH by log-likelihood over each subtask's distinct targets; ``configs``: the subtasks (hub configs) read,
+    ``n`` items from each."""
+
+    configs: tuple[str, ...] = spec_field(("boolean_expressions",), list_check(str_check()))
+
+
+#: the log-likelihood checks of [downstream] (unit keys down/<task>; ARC keeps its key "arc")
+LOGLIK_TASKS = ("arc", "hellaswag", "bbh")
 
 
 @dataclass(frozen=True)
@@ -267,10 +362,12 @@ class DownstreamSpec:
     humaneval: HumanEvalSpec = table_field(HumanEvalSpec)
     gsm8k: GSM8KSpec = table_field(GSM8KSpec)
     arc: ARCSpec = table_field(ARCSpec)
+    hellaswag: HellaSwagSpec = table_field(HellaSwagSpec)
+    bbh: BBHSpec = table_field(BBHSpec)
 
     @property
     def enabled(self) -> bool:
-        return bool(self.humaneval.n or self.gsm8k.n or self.arc.n)
+        return bool(self.humaneval.n or self.gsm8k.n or self.arc.n or self.hellaswag.n or self.bbh.n)
 
 
 @dataclass(frozen=True)
@@ -289,6 +386,7 @@ class CareSpec:
     downstream: DownstreamSpec = table_field(DownstreamSpec)
     #: ``[models."<spec>"]`` tables: per-model sampler settings (:mod:`dlmeval.protocols.model_overrides`)
     overrides: tuple[tuple[str, ModelOverride], ...] = ()
+    corpora: tuple[tuple[str, CorpusSpec], ...] = ()  # [corpora.<name>] tables as written
     path: str | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ derived
@@ -305,6 +403,16 @@ class CareSpec:
         """``model``'s sampler settings (``NO_OVERRIDE`` when the spec has no table for it)."""
         return dict(self.overrides).get(model, NO_OVERRIDE)
 
+    def corpus(self, name: str) -> CorpusSpec:
+        """The corpus behind a source name: the spec's [corpora.<name>], else the built-in one."""
+        got = dict(self.corpora).get(name) or CORPORA.get(name)
+        if got is None:
+            raise InputError(
+                f"spec: generation.sources names {name!r}, which is neither a built-in corpus "
+                f"({', '.join(CORPORA)}) nor a [corpora.{name}] table"
+            )
+        return got
+
     def config(self, model: str | None = None) -> dict[str, Any]:
         """The part of the spec that decides the numbers (for run signatures): no batch size, no path, and the
         model list replaced by one ``model`` when given (one run per model). A model's override table is part of
@@ -314,6 +422,23 @@ class CareSpec:
         d["generation"].pop("batch_size")
         d.pop("name")
         d.pop("overrides")
+        if not self.corpora:
+            d.pop("corpora")  # the signature of a spec without corpora tables stays what it was
+        for k in ("resample_prompts",):
+            if not d["generation"][k]:
+                d["generation"].pop(k)
+        if d["metrics"]["mauve_samples"] is None:
+            d["metrics"].pop("mauve_samples")
+        for task in ("hellaswag", "bbh"):
+            if not d["downstream"][task]["n"]:
+                d["downstream"].pop(task)
+        for task in ("humaneval", "gsm8k", "arc"):
+            t = d["downstream"][task]
+            for k in ("source", "split", "config"):
+                if t[k] is None:
+                    t.pop(k)
+        if d["downstream"]["gsm8k"]["exemplar_split"] == "train" and "source" not in d["downstream"]["gsm8k"]:
+            d["downstream"]["gsm8k"].pop("exemplar_split")
         if model is not None:
             d.pop("models")
             d["model"] = model
@@ -327,7 +452,16 @@ class CareSpec:
         return dataclasses.replace(self, **changes)
 
 
-TABLES = ("generation", "sweep", "compute_matched", "dose_response", "headline", "metrics", "downstream")
+TABLES = (
+    "generation",
+    "sweep",
+    "compute_matched",
+    "dose_response",
+    "headline",
+    "metrics",
+    "downstream",
+    "corpora",
+)
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -374,12 +508,23 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     )
     if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
         raise InputError("spec: downstream needs steps or nfe budgets for its generation tasks")
+    for task in ("hellaswag", "bbh"):
+        t = getattr(downstream, task)
+        if t.n and t.source is None:
+            raise InputError(
+                f"spec: downstream.{task} ships no stand-in: give its source (a hub id such as "
+                f"{'Rowan/hellaswag' if task == 'hellaswag' else 'lukaemon/bbh'} or a local dataset)"
+            )
+    corpora = tuple(
+        (k, read_dataclass(CorpusSpec, v, f"corpora.{k}"))
+        for k, v in as_table(top.get("corpora"), "corpora", None).items()
+    )
     _check_sampler_settings(gen, sweep, matched, dose)
     swept = {*sweep.strategies, *matched.strategies, dose.strategy, *downstream.strategies}
     overrides = read_overrides({k: v for k, v in models_raw.items() if k not in own}, models.diffusion, swept)
     for model, ov in overrides:
         _check_sampler_settings(gen, sweep, matched, dose, ov, f'models."{model}"')
-    return CareSpec(
+    out = CareSpec(
         **head,
         models=models.diffusion,
         evaluator=models.evaluator,
@@ -391,8 +536,12 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         metrics=metrics,
         downstream=downstream,
         overrides=overrides,
+        corpora=corpora,
         path=path,
     )
+    for src in gen.sources:
+        out.corpus(src)  # every source names a corpus
+    return out
 
 
 def _check_headline(headline: HeadlineSpec, sweep: SweepSpec) -> None:
@@ -451,7 +600,12 @@ def load_spec(ref: str | os.PathLike) -> CareSpec:
 
 __all__ = [
     "ARCSpec",
+    "BBHSpec",
+    "CORPORA",
     "CareSpec",
+    "CorpusSpec",
+    "HellaSwagSpec",
+    "LOGLIK_TASKS",
     "DoseSpec",
     "DownstreamSpec",
     "GSM8KSpec",

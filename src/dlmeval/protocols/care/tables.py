@@ -57,7 +57,7 @@ from dlmeval.protocols.care.frames import (
     down_frame,
     sweep_cells,
 )
-from dlmeval.protocols.care.spec import CareSpec
+from dlmeval.protocols.care.spec import LOGLIK_TASKS, CareSpec
 
 TABLE_ORDER = (
     "nfe",
@@ -287,7 +287,7 @@ def table_acceptance(cells: pd.DataFrame, spec: CareSpec) -> pd.DataFrame:
 def table_downstream(down: pd.DataFrame) -> pd.DataFrame:
     """Tables 11/18: accuracy (pass@1 / exact match) per configuration, mean +- SE over seeds, with the binomial SE
     of one seed's accuracy (sqrt(p (1 - p) / n)) beside it."""
-    gen = down[down["task"] != "arc"]
+    gen = down[~down["task"].isin(LOGLIK_TASKS)]
 
     def f(g):
         m, s = _ms(g["accuracy"])
@@ -306,20 +306,22 @@ def table_downstream(down: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_arc(down: pd.DataFrame) -> pd.DataFrame:
-    arc = down[down["task"] == "arc"]
+    """The log-likelihood checks (ARC-Challenge, HellaSwag, BBH): accuracy per model and task."""
+    arc = down[down["task"].isin(LOGLIK_TASKS)]
     rows = []
-    for model, g in arc.groupby("model", sort=True):
+    for (model, task), g in arc.groupby(["model", "task"], sort=True):
         n = float(g["n"].iloc[0])
         acc = float(g["accuracy"].iloc[0])
         rows.append(
             {
                 "model": model,
+                "task": task,
                 "n_items": int(n),
                 "accuracy": acc,
                 "binomial_se": math.sqrt(acc * (1 - acc) / n) if n > 0 else np.nan,
             }
         )
-    return pd.DataFrame(rows, columns=["model", "n_items", "accuracy", "binomial_se"])
+    return pd.DataFrame(rows, columns=["model", "task", "n_items", "accuracy", "binomial_se"])
 
 
 def all_tables(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -> dict[str, pd.DataFrame]:

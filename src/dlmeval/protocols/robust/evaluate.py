@@ -45,12 +45,18 @@ def model_entries(spec: RobustSpec) -> tuple[list[ModelEntry], dict[str, tuple[s
     return list(entries.values()), pair_labels
 
 
+def clean_seeds(spec: RobustSpec) -> list[int | None]:
+    """The seeds of the clean cells: one (None) or, with ``clean_seeds = "per_seed"``, each perturbation seed."""
+    return list(spec.perturbation_seeds) if spec.clean_seeds == "per_seed" else [None]
+
+
 def plan(spec: RobustSpec) -> list[tuple[str, str, str, int | None]]:
     """Every (task, mode, condition, perturbation seed) cell of one model, in run order (clean first)."""
     cells = []
     for t in spec.tasks:
         for mode in t.modes:
-            cells.append((t.name, mode, "clean", None))
+            for s in clean_seeds(spec):
+                cells.append((t.name, mode, "clean", s))
             for c in spec.conditions:
                 for s in spec.perturbation_seeds:
                     cells.append((t.name, mode, c, s))
@@ -63,6 +69,9 @@ class Data:
 
     data_dir: Any = None
     files: dict[tuple[str, str | None], list] = field(default_factory=dict)
+    sources: dict[str, Any] = field(default_factory=dict)  # task -> DataSource (a hub id or local dataset)
+    allow_download: bool = False
+    provenance: dict[str, dict] = field(default_factory=dict)  # task -> the rows' provenance (a source)
 
     def all_items(self, task_name: str, path: str | None) -> list:
         from dlmeval.tasks import get_task
@@ -70,7 +79,7 @@ class Data:
         task = get_task(task_name)
         key = (task.name, path)
         if key not in self.files:
-            self.files[key] = task.items(path=path) if path else task.items(data_dir=self.data_dir)
+            self.files[key] = source_items(self, task, path)
         return self.files[key]
 
     def items(self, task_name: str, path: str | None, n: int) -> list:
@@ -84,10 +93,25 @@ class Data:
         for name in dict.fromkeys(names):
             path = self.path_of(spec, name)
             out[name] = data_identity(path, self.all_items(name, path))
+            if name in self.provenance:
+                out[name]["source"] = self.provenance[name]
         return out
 
     def path_of(self, spec: RobustSpec, task_name: str) -> str | None:
         return next((t.path for t in spec.tasks if t.name == task_name and t.path), None)
+
+
+def source_items(data: Data, task, path: str | None) -> list:
+    """A task's items: from its spec source (a hub id or local dataset; provenance kept in ``data``), from
+    ``path`` (the shipped format), or the shipped file."""
+    src = data.sources.get(task.name)
+    if src is not None and not src.shipped:
+        items, prov = task.load_source(
+            src, allow_download=data.allow_download, what=f"tasks.{task.name}.source"
+        )
+        data.provenance[task.name] = prov
+        return items
+    return task.items(path=path) if path else task.items(data_dir=data.data_dir)
 
 
 # ================================================================================================ records

@@ -110,6 +110,11 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
         lk.pop("ar_aggregate")
         out["likelihood"] = lk
         out["commit_top_k"] = spec.calibration.commit_top_k
+        if spec.calibration.confidence != "unmasked":  # the default keeps the signatures it had
+            out["confidence"] = {
+                "reading": spec.calibration.confidence,
+                "masks": spec.calibration.confidence_masks,
+            }
     else:
         out["generation"] = {"temperature": spec.ar.temperature, "top_p": spec.ar.top_p}
         out["likelihood"] = {"aggregate": spec.likelihood.ar_aggregate}
@@ -126,5 +131,15 @@ def spec_config(spec: RobustSpec) -> dict[str, Any]:
         if d["dlm"].get(k) is None:
             d["dlm"].pop(k, None)
     d["ar"].pop("batch_size")
+    # readings at their defaults leave the signature as it was before they were spec fields
+    if d["clean_seeds"] == "once":
+        d.pop("clean_seeds")
+    if d["calibration"]["confidence"] == "unmasked":
+        d["calibration"].pop("confidence")
+        d["calibration"].pop("confidence_masks")
+    for t in d["tasks"]:
+        for k in ("source", "split", "config"):
+            if t[k] is None:
+                t.pop(k)
     d["protocol"] = PROTOCOL_VERSION
     return d

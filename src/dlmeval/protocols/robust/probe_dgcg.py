@@ -32,11 +32,16 @@ GCG_OPTIONS = (
 )
 
 
+DEGRADATIONS = ("relative", "absolute")
+
+
 @register_probe
 class DGCGProbe(Probe):
     name = "dgcg"
     title = "D-GCG / GCG adversarial suffix probe"
-    options = ("suffix_lengths", "threshold", *GCG_OPTIONS)
+    #: ``degradation``: "relative" ((A_clean - A_suffix) / A_clean, like RDI; the default) or "absolute"
+    #: (A_clean - A_suffix): the paper does not say, and Table 3's "Min-len" threshold depends on it
+    options = ("suffix_lengths", "threshold", "degradation", *GCG_OPTIONS)
 
     @classmethod
     def validate(cls, spec, where):
@@ -45,6 +50,8 @@ class DGCGProbe(Probe):
         from dlmeval.robustness.dgcg import GCGConfig
 
         opts = spec.kwargs()
+        if opts.get("degradation", "relative") not in DEGRADATIONS:
+            raise InputError(f"spec: {where}.degradation must be one of {', '.join(DEGRADATIONS)}")
         lengths = as_list(
             opts.get("suffix_lengths", [8]), f"{where}.suffix_lengths", lambda v, w: as_int(v, w, minimum=1)
         )
@@ -142,6 +149,7 @@ class DGCGProbe(Probe):
         from dlmeval.robustness.dgcg import degradation, min_suffix_length
 
         threshold = float(ctx.probe.kwargs().get("threshold", 0.2))
+        rel = ctx.probe.kwargs().get("degradation", "relative") == "relative"
         rows = []
         for label, recs in ctx.collected.items():
             for task_name in ctx.probe.tasks:
@@ -160,7 +168,7 @@ class DGCGProbe(Probe):
                         if r["part"] == "attack" and r["task"] == task_name and r["suffix_length"] == length
                     ]
                     acc = mean_or_nan([r["correct"] for r in att])
-                    deg[length] = degradation(clean_acc, acc)
+                    deg[length] = degradation(clean_acc, acc, relative=rel)
                     loss = np.array([r["loss"] for r in att], dtype=float)
                     cand = np.array([r["candidate_loss"] for r in att], dtype=float)
                     row = {
@@ -182,7 +190,7 @@ class DGCGProbe(Probe):
                     for src in sources:  # one row per DLM whose suffixes this AR model was given
                         tacc = mean_or_nan([r["correct"] for r in transfers if r["source"] == src])
                         mine.append({**row, "transfer_from": src, "transfer_accuracy": tacc,
-                                     "transfer_degradation": degradation(clean_acc, tacc)})  # fmt: skip
+                                     "transfer_degradation": degradation(clean_acc, tacc, relative=rel)})  # fmt: skip
                 ml = min_suffix_length(deg, threshold)
                 best = max(deg.values()) if deg else float("nan")  # Table 3's "Best deg." over the lengths
                 for r in mine:

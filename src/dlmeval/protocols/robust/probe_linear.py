@@ -15,10 +15,19 @@ BUILD = ("n_layers", "layers", "balance", "batch_size")
 class LinearProbe(Probe):
     name = "probes"
     title = "Linear probes: corrupted vs clean tokens from hidden states"
-    options = ("n_layers", "layers", "split", "balance", "batch_size")
+    #: ``layers``: a list of hidden-state indices, or "paper" ({0, 2, ..., 30, 31}: PAPER_LAYERS); default
+    #: ``n_layers`` evenly spaced states. ``scaler``: standardise features before the logistic regression
+    #: (default true; the paper states none)
+    options = ("n_layers", "layers", "split", "balance", "batch_size", "scaler")
 
     @classmethod
     def validate(cls, spec, where):
+        opts = spec.kwargs()
+        if not isinstance(opts.get("scaler", True), bool):
+            raise InputError(f"spec: {where}.scaler must be true or false")
+        layers = opts.get("layers")
+        if isinstance(layers, str) and layers != "paper":
+            raise InputError(f'spec: {where}.layers must be a list of hidden-state indices or "paper"')
         if "clean" in spec.conditions:
             raise InputError(
                 f"spec: {where}.conditions must be perturbation keys (clean has no corrupted tokens)"
@@ -34,6 +43,10 @@ class LinearProbe(Probe):
         spec, opts = ctx.spec, ctx.probe.kwargs()
         split = opts.get("split", "token")
         build = {k: opts[k] for k in BUILD if k in opts}
+        if build.get("layers") == "paper":
+            from dlmeval.robustness.probes import PAPER_LAYERS
+
+            build["layers"] = list(PAPER_LAYERS)
         seed = spec.perturbation_seeds[0]
         out = []
         for task_name in ctx.probe.tasks:
@@ -54,8 +67,9 @@ class LinearProbe(Probe):
                         **build,
                     )
                     pr = probe_layers(
-                        fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split
-                    )
+                        fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split,
+                        scaler=bool(opts.get("scaler", True)),
+                    )  # fmt: skip
                     rec = {"condition": cond, **pr.as_dict()}
                     run.put(key, rec)
                 out.append({**rec, "task": task.name, "n_sequences": len(its)})

@@ -185,7 +185,17 @@ class DLMResponder(Responder):
                     "cut_at_stop": k < len(ids),
                 }
             )
-        tps = dlm_token_probs(self.model, res.prompt_ids, gens, commit=commits)
+        cal = self.spec.calibration
+        if cal.confidence == "unmasked":
+            tps = dlm_token_probs(self.model, res.prompt_ids, gens, commit=commits)
+        else:  # Eq. 4 read as p(y_i | y_\i): each position scored with it masked (robustness.masked_confidence)
+            from dlmeval.robustness.masked_confidence import masked_token_probs
+
+            tps = masked_token_probs(
+                self.model, res.prompt_ids, gens, item_ids=item_ids, commit=commits,
+                seed=derive_seed(self.spec.seed, "robust-confidence"),
+                groups=cal.confidence_masks if cal.confidence == "kmask" else None,
+            )  # fmt: skip
         return Answers(outputs, tps, extra, [list(p) for p in res.prompt_ids])
 
     def choice_scorer(self, state):

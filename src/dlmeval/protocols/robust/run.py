@@ -69,7 +69,9 @@ def run_robust(
     main = current().is_main
     say = (echo if main else None) or (lambda s: None)
     result = RobustResult(spec)
-    data = Data(data_dir)
+    data = Data(
+        data_dir, sources={t.name: t.data_source() for t in spec.tasks}, allow_download=allow_download
+    )
     items = {t.name: data.items(t.name, t.path, t.n) for t in spec.tasks}
     identity = data.identity(spec)
     entries, pair_labels = model_entries(spec)

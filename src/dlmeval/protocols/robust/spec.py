@@ -87,6 +87,11 @@ class TaskSpec:
     steps: int | None = spec_field(None, _pos)  # DLM nominal steps (None: gen_tokens)
     max_new_tokens: int | None = spec_field(None, _pos)  # AR generation budget (None: gen_tokens)
     path: str | None = spec_field(None, str_check())  # a data file instead of the shipped one (same format)
+    # a hub dataset id or a local save_to_disk directory / parquet / JSONL / CSV file (dlmeval.data.rows), its
+    # split (None: the one with labels) and hub config
+    source: str | None = spec_field(None, str_check())
+    split: str | None = spec_field(None, str_check())
+    config: str | None = spec_field(None, str_check())
     options: tuple[tuple[str, Any], ...] = ()  # the task's own options (Task.options, e.g. TriviaQA's match)
 
     def budget(self, sampler_steps: int | None = None) -> tuple[int, int]:
@@ -97,6 +102,12 @@ class TaskSpec:
     @property
     def ar_tokens(self) -> int:
         return self.max_new_tokens or self.budget()[0]
+
+    def data_source(self):
+        """The :class:`~dlmeval.data.rows.DataSource` of ``source`` / ``split`` / ``config``."""
+        from dlmeval.data.rows import DataSource
+
+        return DataSource(self.source, self.split, self.config)
 
     def task(self):
         """The task object with this spec's options (``Task.configured``)."""
@@ -167,6 +178,11 @@ class LikelihoodSpec:
 class CalibrationSpec:
     n_bins: int = spec_field(15, _pos)
     commit_top_k: int = spec_field(32, _pos)  # top-k kept per masked position for commit-time probabilities
+    # DLM answer confidence (Eq. 4): "unmasked" one pass, nothing masked (default, as run so far); "masked" each
+    # answer token masked in turn (p(y_i | y_\i) read literally); "kmask" the K-mask estimate (confidence_masks
+    # random groups, one masked per pass). docs/robustness.md
+    confidence: str = spec_field("unmasked", str_check(("unmasked", "masked", "kmask")))
+    confidence_masks: int = spec_field(8, _pos)
     plots: bool = spec_field(True, bool_check)  # reliability diagrams and the other figures as PNG
 
 
@@ -224,6 +240,9 @@ class RobustSpec:
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
     stats: StatsSpec = field(default_factory=StatsSpec)
     probes_: tuple[tuple[str, ProbeSpec], ...] = ()  # every probe table of the spec, by probe name
+    # the clean condition under a sampling DLM (Dream: tau = 0.2): "once" (seed None, the paper as read) or
+    # "per_seed" (one clean pass per perturbation seed, its sampler seed derived from it; pooled in the tables)
+    clean_seeds: str = "once"
     path: str | None = field(default=None, compare=False)
 
     def replace(self, **changes: Any) -> RobustSpec:
@@ -334,6 +353,10 @@ def _task(tname: str, traw: Any) -> TaskSpec:
     except InputError as e:
         raise InputError(f"spec: {w}: {e}") from None
     ts = read_dataclass(TaskSpec, t, w, skip=("options",), name=task.name, options=freeze(opts))
+    if ts.path and ts.source:
+        raise InputError(f"spec: {w}: give path (a file in the shipped format) or source, not both")
+    if (ts.split or ts.config) and not ts.source:
+        raise InputError(f"spec: {w}: split and config apply to a source (a hub id or a local dataset)")
     if "likelihood" in ts.modes and not configured.multiple_choice:
         raise InputError(f"spec: {w}: likelihood mode needs a multiple-choice task (arc_challenge)")
     return ts
@@ -403,8 +426,9 @@ def _probe(name: str, raw: Any, tasks: Sequence[TaskSpec]) -> ProbeSpec:
 
 TOP_KEYS = {
     "name", "seed", "perturbation_seeds", "scope", "pairs", "conditions", "tasks",
-    "dlm", "ar", "likelihood", "calibration", "stats",
+    "dlm", "ar", "likelihood", "calibration", "stats", "clean_seeds",
 }  # fmt: skip
+CLEAN_SEEDS = ("once", "per_seed")
 
 
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> RobustSpec:
@@ -427,6 +451,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
             top.get("perturbation_seeds", [0]), "perturbation_seeds", lambda v, w: as_int(v, w, minimum=0)
         ),
         scope=as_str(top.get("scope", "prompt"), "scope", SCOPES),
+        clean_seeds=as_str(top.get("clean_seeds", "once"), "clean_seeds", CLEAN_SEEDS),
         pairs=pairs,
         conditions=condition_keys(
             as_table(top.get("conditions"), "conditions", {"preset", "types", "rates", "keys"})
