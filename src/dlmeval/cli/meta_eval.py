@@ -86,11 +86,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="AR r->h / h->r: best of the first N distinct references (default: all; SummEval has 11, and "
         "they dominate the AR cost there)",
     )
-    p.add_argument(
+    e = p.add_argument_group("BERTScore / MoverScore (the embedding family)")
+    e.add_argument(
         "--encoder",
         default=None,
         metavar="DIR",
-        help="BERT-style encoder directory for the BERTScore/MoverScore-style baselines (default: all-MiniLM-L6-v2)",
+        help="the CPU-demo encoder directory: BERTScore's when roberta-large is not on this machine, MoverScore's "
+        "without --moverscore-model (default: the shipped all-MiniLM-L6-v2; rows labelled 'CPU demo')",
+    )
+    e.add_argument(
+        "--bertscore-model",
+        default=None,
+        metavar="SPEC",
+        help="BERTScore encoder: a directory or hub id (default: roberta-large, the paper's, when cached; fetched "
+        "only with --allow-download)",
+    )
+    e.add_argument(
+        "--bertscore-layer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="BERTScore layer (default: bert-score's tuned layer, 17 for roberta-large; else the last)",
+    )
+    e.add_argument(
+        "--bertscore-idf",
+        action="store_true",
+        help="BERTScore IDF weights from the benchmark's references (default off: BARTScore's runs, which the "
+        "paper reports, use idf=False)",
+    )
+    e.add_argument(
+        "--moverscore-model", default=None, metavar="SPEC", help="MoverScore encoder (the paper's: BERT-MNLI)"
+    )
+    e.add_argument(
+        "--moverscore-ngram", type=int, default=1, metavar="N", help="MoverScore n-gram (default 1)"
+    )
+    e.add_argument(
+        "--moverscore-no-idf", action="store_true", help="MoverScore with uniform weights instead of IDF"
     )
     p.add_argument(
         "--metrics",
@@ -187,6 +218,12 @@ def _options(args):
         dlm_adapter=args.adapter,
         ar=args.ar_model,
         encoder=args.encoder,
+        bertscore_model=args.bertscore_model,
+        bertscore_layer=args.bertscore_layer,
+        bertscore_idf=args.bertscore_idf,
+        moverscore_model=args.moverscore_model,
+        moverscore_ngram=args.moverscore_ngram,
+        moverscore_idf=not args.moverscore_no_idf,
         ar_max_refs=args.ar_max_refs,
         bartscore_model=args.bartscore_model,
         preset=args.preset,
