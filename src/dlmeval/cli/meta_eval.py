@@ -131,6 +131,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric families: lexical embedding ar diffscore, or any other registered family (default: every "
         "family that runs by default)",
     )
+    b = p.add_argument_group(
+        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore questeval geval)"
+    )
+    for flag, what in (
+        (
+            "--unieval-model",
+            "UniEval checkpoint for summarization / data-to-text (default MingZhong/unieval-sum)",
+        ),
+        ("--unieval-fact-model", "UniEval checkpoint for Rank19 / QAGS (default MingZhong/unieval-fact)"),
+        ("--alignscore-model", "AlignScore checkpoint: its .ckpt file or a converted directory"),
+        (
+            "--alignscore-base",
+            "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
+        ),
+        ("--questeval-qg", "QuestEval question generator: a T5 seq2seq directory"),
+        ("--questeval-qa", "QuestEval extractive QA model directory (AutoModelForQuestionAnswering)"),
+        ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
+        ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
+    ):
+        b.add_argument(flag, default=None, metavar="SPEC", help=what)
     g = p.add_argument_group("DiffScore estimator")
     g.add_argument(
         "--preset",
@@ -224,6 +244,14 @@ def _options(args):
         moverscore_model=args.moverscore_model,
         moverscore_ngram=args.moverscore_ngram,
         moverscore_idf=not args.moverscore_no_idf,
+        unieval_model=args.unieval_model,
+        unieval_fact_model=args.unieval_fact_model,
+        alignscore_model=args.alignscore_model,
+        alignscore_base=args.alignscore_base,
+        questeval_qg=args.questeval_qg,
+        questeval_qa=args.questeval_qa,
+        geval_judge=args.geval_judge,
+        geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,
         bartscore_model=args.bartscore_model,
         preset=args.preset,

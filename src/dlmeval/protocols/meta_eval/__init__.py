@@ -115,6 +115,7 @@ from dlmeval.protocols.meta_eval.tables import (
     paper_tables,
     write_outputs,
 )
+from dlmeval.protocols.meta_eval.unieval import UniEvalFamily
 from dlmeval.protocols.meta_eval.work import (
     Timer,
     Unit,
@@ -154,6 +155,7 @@ __all__ = [
     "TABLE_ORDER",
     "TASK_PROMPTS",
     "Timer",
+    "UniEvalFamily",
     "Unit",
     "ar_directions_for",
     "data_digest",

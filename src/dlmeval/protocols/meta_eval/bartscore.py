@@ -44,6 +44,8 @@ class BARTScoreFamily(MetricFamily):
     default = False  # no checkpoint ships with dlmeval: asked for with --metrics
     order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")
     mapped = "bartscore:mapped"
+    paper_row = "BARTScore"
+    needs = "--bartscore-model DIR (facebook/bart-large-cnn) or --allow-download"
 
     @property
     def spec(self) -> str:

@@ -40,6 +40,18 @@ class SuiteOptions:
     moverscore_model: str | None = None
     moverscore_ngram: int = 1
     moverscore_idf: bool = True
+    # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
+    # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
+    unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
+    unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
+    alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
+    alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
+    questeval_qg: str | None = None  # QuestEval's question generator (a T5 seq2seq directory)
+    questeval_qa: str | None = None  # QuestEval's extractive QA model (AutoModelForQuestionAnswering)
+    # G-Eval's judge: a causal LM spec (see `dlmeval models`) or an OpenAI-compatible endpoint URL (http...);
+    # None: the family cannot run
+    geval_judge: str | None = None
+    geval_judge_model: str | None = None  # the model name sent to an endpoint
     # the bartscore family's seq2seq checkpoint (``--bartscore-model``): a local directory, or a hub id read from the
     # Hugging Face cache (fetched only with allow_download); None: facebook/bart-large-cnn, the paper's
     bartscore_model: str | None = None

@@ -35,10 +35,21 @@ def column_label(benchmark: str, dimension: str, dimension_tag: str, protocol: s
     return f"{benchmark} {dimension_tag} ({P.PROTOCOL_TAGS[protocol]})"
 
 
-def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def absent_rows(opts) -> dict[str, str]:
+    """``{paper row: why it is absent}`` for every paper baseline family a suite under ``opts`` does not run."""
+    out = {}
+    for cls in METRIC_FAMILIES.values():
+        why = cls.absent(opts) if cls.paper_row else None
+        if why:
+            out[cls.paper_row] = why
+    return out
+
+
+def paper_tables(results: pd.DataFrame, absent: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
     """Wide tables (rows = metric labels, columns = "benchmark DIM (protocol)") of the primary protocols, per
     benchmark table (``mt``, ``sum``, ``d2t``, ...; each with an ``avg`` column), and ``secondary`` with every
-    other protocol. Rows: families in registration order, then each family's ``order``, then label."""
+    other protocol. Rows: families in registration order, then each family's ``order``, then label; then one
+    empty row ``"NAME (absent: why)"`` per paper baseline in ``absent`` (primary tables only)."""
     out: dict[str, pd.DataFrame] = {}
     if results.empty:
         return out
@@ -73,6 +84,8 @@ def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             continue
         w = wide(sub)
         w["avg"] = w.mean(axis=1, skipna=False)
+        for row, why in (absent or {}).items():
+            w.loc[f"{row} (absent: {why})"] = np.nan
         out[name] = w
     sec = results[~results["primary"]]
     if not sec.empty:
