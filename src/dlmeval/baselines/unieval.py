@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from dlmeval.baselines.sentences import split_sentences, splitter_name  # noqa: F401  (re-exported)
 from dlmeval.errors import InputError
 
 SUM_MODEL = "MingZhong/unieval-sum"
@@ -71,23 +72,6 @@ def bool_qa_input(task: str, dimension: str, output: str, context: str | None = 
             raise InputError(f"UniEval {task} {dimension} needs the {kind}")
         text += f" </s> {ctx_field}: {context}"
     return text
-
-
-def split_sentences(text: str) -> tuple[list[str], str]:
-    """The output's sentences and the splitter used (``nltk.sent_tokenize`` or untrained Punkt)."""
-    import nltk
-
-    try:
-        sents, how = nltk.sent_tokenize(text), "nltk.sent_tokenize"
-    except LookupError:  # punkt_tab not installed: Punkt's default parameters (no learned abbreviations)
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-        sents, how = PunktSentenceTokenizer().tokenize(text), "punkt-untrained"
-    return (sents or [text]), how
-
-
-def splitter_name() -> str:
-    return split_sentences("A. B.")[1]
 
 
 class UniEvalScorer:
@@ -157,7 +141,7 @@ class UniEvalScorer:
         if (task, dimension) in SENTENCE_LEVEL:
             inputs, owner = [], []
             for i, (o, c) in enumerate(zip(outputs, contexts)):
-                for sent in split_sentences(o)[0]:
+                for sent in split_sentences(o):
                     inputs.append(bool_qa_input(task, dimension, sent, c))
                     owner.append(i)
             got = self.score(inputs)

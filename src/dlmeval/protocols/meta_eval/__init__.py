@@ -68,6 +68,7 @@ from __future__ import annotations
 
 # the metric families register when their modules are imported here: adding one is its module + its import
 # (ar, bartscore, baselines, diffscore, ft, gptscore today; the family's `rank`, not the import order, places its rows)
+from dlmeval.protocols.meta_eval.alignscore import AlignScoreFamily
 from dlmeval.protocols.meta_eval.ar import AR_DIRECTIONS, ARFamily, ar_directions_for
 from dlmeval.protocols.meta_eval.bartscore import BARTScoreFamily
 from dlmeval.protocols.meta_eval.baselines import (
@@ -130,6 +131,7 @@ from dlmeval.protocols.meta_eval.work import (
 __all__ = [
     "AR_DIRECTIONS",
     "ARFamily",
+    "AlignScoreFamily",
     "BARTScoreFamily",
     "BENCHMARKS",
     "Benchmark",
