@@ -105,6 +105,7 @@ from dlmeval.protocols.meta_eval.families import (
     register_family,
 )
 from dlmeval.protocols.meta_eval.ft import DiffScoreFTFamily
+from dlmeval.protocols.meta_eval.geval import GEvalFamily
 from dlmeval.protocols.meta_eval.gptscore import GPTScoreFamily
 from dlmeval.protocols.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
 from dlmeval.protocols.meta_eval.runner import SuiteReport, run_suite
@@ -143,6 +144,7 @@ __all__ = [
     "EmbeddingFamily",
     "FAMILIES",
     "FTOptions",
+    "GEvalFamily",
     "GPTScoreFamily",
     "LEXICAL_METRICS",
     "LexicalFamily",
