@@ -82,6 +82,7 @@ BENCHMARK_PROTOCOLS: dict[str, tuple[str, ...]] = {
     "gu-en": ("darr_tau",),
     "kk-en": ("darr_tau",),
     "lt-en": ("darr_tau",),
+    **{lp: ("darr_tau",) for lp in ("de-en", "fi-en", "ru-en", "zh-en")},
 }
 
 #: the human "dimension" of the WMT DARR sets (pairs, no score column)

@@ -95,14 +95,19 @@ class SuiteOptions:
     def resolved_benchmarks(self) -> tuple[str, ...]:
         if self.suite not in SUITES:
             raise InputError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
+        from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
+
+        def here(names):  # an imported set joins the default set and its group once its file is there
+            return [n for n in names if not BENCHMARKS[n].optional or BENCHMARKS[n].present(self.data_dir)]
+
         if not self.benchmarks:
-            return SUITES[self.suite]
+            return tuple(here(SUITES[self.suite]))
         groups = task_groups(self.suite)
         out: list[str] = []
         for name in self.benchmarks:
             key = name.strip()
             if key.upper() in groups:
-                out += groups[key.upper()]
+                out += here(groups[key.upper()])
             else:
                 out.append(get_benchmark(key, self.suite).name)
         return tuple(dict.fromkeys(out))
