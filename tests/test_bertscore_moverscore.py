@@ -50,6 +50,19 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
         _, _, f = own.score(list(frame["candidate"]), refs)
         assert got == pytest.approx(f.numpy(), abs=1e-5)
         assert len(got) == len(frame) and not np.isnan(got).any()
+    # SummEval: the pooled segment-level Spearman over all outputs beside the per-document average
+    from scipy import stats
+
+    frame = scoring_frame("SummEval", str(data_root), limit=3)
+    got = suite.scores("SummEval", frame)["bertscore_f"]
+    res = rep.results
+    pooled = res[
+        (res["benchmark"] == "SummEval")
+        & (res["metric"] == "bertscore_f")
+        & (res["protocol"] == "spearman")
+        & (res["dimension"] == "coherence")
+    ]
+    assert pooled["value"].item() == pytest.approx(stats.spearmanr(got, frame["coherence"])[0])
     label = next(lab for lab in rep.results["label"] if lab.startswith("BERTScore"))
     assert "L1" in label and "CPU demo" in label and (("idf" in label) == idf)
 

@@ -16,8 +16,9 @@ TABLE_NOTES = {
     "better/worse pairs; a metric tie is Discordant.",
     "sum": "rho doc-avg: Spearman per document over its systems, averaged (SummEval, Newsroom); r sys: Pearson of "
     "system means (REALSumm coverage); acc: pairwise accuracy correct > incorrect (Rank19); r: Pearson over all "
-    "outputs (QAGS). Reference-based baselines compare with the source on Rank19 / QAGS (no reference).",
-    "d2t": "rho: Spearman over all outputs (BARTScore's evaluate_text; the D2T files carry no system names).",
+    "outputs (QAGS); the secondary table has SummEval / Newsroom pooled over all outputs too (rho, tau). Reference-based baselines compare with the source on Rank19 / QAGS (no reference).",
+    "d2t": "rho: Spearman over all outputs (BARTScore's evaluate_text), where the D2T files carry no system names "
+    "(BARTScore's do not); rho sys: Spearman of system means, where they do (an imported file with sys_name).",
     "secondary": "Protocols other than the paper's headline number, same metrics.",
 }
 #: the row the '†' marks compare with
