@@ -190,7 +190,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument("--ft-model", default=None, help="base model FT starts from (default: --model)")
     f.add_argument("--ft-adapter", default=None, metavar="DIR", help="a trained adapter for every benchmark")
-    f.add_argument("--ft-train", default=None, metavar="FILE", help="one training file for every benchmark")
+    f.add_argument(
+        "--ft-train",
+        default=None,
+        metavar="DATA",
+        help="one training set for every benchmark: cnn_dailymail (the paper's; a hub id, read from the datasets "
+        "cache, fetched with --allow-download), another hub dataset id[:config][@split], a save_to_disk "
+        "directory, a parquet file, or a JSONL/CSV/TSV file of source/target pairs",
+    )
     f.add_argument("--ft-steps", type=int, default=None, help="training steps (default: FTOptions')")
     f.add_argument("--ft-batch-size", type=int, default=None)
     f.add_argument("--ft-lr", type=float, default=None)
@@ -276,7 +283,8 @@ def _options(args):
                     "work_dir": args.ft_dir,
                 }.items()
                 if v is not None  # what is not given keeps FTOptions' default
-            }
+            },
+            allow_download=args.allow_download,
         ),
         bootstrap=args.bootstrap,
         confidence=args.confidence,
