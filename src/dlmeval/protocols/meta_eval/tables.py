@@ -94,13 +94,30 @@ def paper_tables(results: pd.DataFrame, absent: dict[str, str] | None = None) ->
     return out
 
 
-def markdown_table(w: pd.DataFrame, marks: dict[tuple[str, str], str] | None = None, note: str = "") -> str:
-    """A GitHub Markdown table (3 decimals; ``marks[(row, column)]`` appended to a cell)."""
+def markdown_table(
+    w: pd.DataFrame, marks: dict[tuple[str, str], str] | None = None, note: str = "", *, emphasis: bool = True
+) -> str:
+    """A GitHub Markdown table (3 decimals; ``marks[(row, column)]`` appended to a cell; best per column in bold,
+    second underlined, unless ``emphasis=False``)."""
+    from dlmeval.report.fmt import best_rows, second_rows
+
     marks = marks or {}
     head = [w.index.name or "metric", *map(str, w.columns)]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(w.columns)) + "|"]
-    for lab, row in w.iterrows():
-        cells = [_fmt(v) + marks.get((lab, c), "") for c, v in row.items()]
+    # the paper's emphasis: the best value of every column in bold, the second underlined (higher is better for
+    # every protocol here); on the 3-decimal values shown, so that equal-looking cells are emphasized alike
+    shown = w.apply(lambda col: col.round(3))
+    best = {c: best_rows(shown[c].reset_index(drop=True), "max") for c in w.columns} if emphasis else {}
+    second = {c: second_rows(shown[c].reset_index(drop=True), "max") for c in w.columns} if emphasis else {}
+    for i, (lab, row) in enumerate(w.iterrows()):
+        cells = []
+        for c, v in row.items():
+            t = _fmt(v)
+            if t and i in best.get(c, ()):
+                t = f"**{t}**"
+            elif t and i in second.get(c, ()):
+                t = f"<u>{t}</u>"
+            cells.append(t + marks.get((lab, c), ""))
         lines.append("| " + " | ".join([str(lab), *cells]) + " |")
     text = "\n".join(lines) + "\n"
     return text + (f"\n{note}\n" if note else "")
@@ -129,6 +146,7 @@ def markdown_tables(tables: dict[str, pd.DataFrame], comparisons: pd.DataFrame, 
     return {
         name: f"## {name}\n\n"
         + markdown_table(w, marks if name != "secondary" else None, TABLE_NOTES.get(name, ""))
+        + "\nBold: best value per column; underlined: second.\n"
         + (
             legend
             or "\n† significantly better than AR (paper mapping), p < "
