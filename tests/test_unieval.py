@@ -96,6 +96,11 @@ def test_family_in_the_suite(tmp_path, data_root, t5_dir):
     assert "gu-en" not in set(res["benchmark"])  # no MT evaluator: no rows
     # the paper's other baselines that did not run are named, with what they need
     assert any(lab.startswith("BARTScore (absent: not run") for lab in rep.tables["d2t"].index)
+    assert any(
+        lab.startswith("QuestEval (absent: not built: the questeval package")
+        for lab in rep.tables["d2t"].index
+    )
+    assert not any(lab.startswith("UniEval (absent") for lab in rep.tables["d2t"].index)  # it ran
 
 
 def test_missing_checkpoint_is_one_line(tmp_path, data_root):

@@ -132,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "family that runs by default)",
     )
     b = p.add_argument_group(
-        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore questeval geval)"
+        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore geval)"
     )
     for flag, what in (
         (
@@ -145,8 +145,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--alignscore-base",
             "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
         ),
-        ("--questeval-qg", "QuestEval question generator: a T5 seq2seq directory"),
-        ("--questeval-qa", "QuestEval extractive QA model directory (AutoModelForQuestionAnswering)"),
         ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
         ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
     ):
@@ -255,8 +253,6 @@ def _options(args):
         unieval_fact_model=args.unieval_fact_model,
         alignscore_model=args.alignscore_model,
         alignscore_base=args.alignscore_base,
-        questeval_qg=args.questeval_qg,
-        questeval_qa=args.questeval_qa,
         geval_judge=args.geval_judge,
         geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,

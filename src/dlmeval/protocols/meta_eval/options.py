@@ -46,8 +46,6 @@ class SuiteOptions:
     unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
     alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
     alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
-    questeval_qg: str | None = None  # QuestEval's question generator (a T5 seq2seq directory)
-    questeval_qa: str | None = None  # QuestEval's extractive QA model (AutoModelForQuestionAnswering)
     # G-Eval's judge: a causal LM spec (see `dlmeval models`) or an OpenAI-compatible endpoint URL (http...);
     # None: the family cannot run
     geval_judge: str | None = None
