@@ -38,7 +38,7 @@ class GPTScoreFamily(MetricFamily):
     ) + ("gptscore:mapped",)
     mapped = "gptscore:mapped"
     paper_row = "GPTScore"
-    needs = "scores with --ar-model"
+    needs = ""
 
     def load(self) -> None:
         self.suite.ar()
