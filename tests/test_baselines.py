@@ -137,11 +137,32 @@ def test_ar_directions_are_mean_logprobs(tiny_ar):
     lp = sc.token_logprobs([f"{s}" for s in srcs], cands)
     assert got["s2h"] == pytest.approx([float(x.mean()) for x in lp])
     assert got["mar"] == pytest.approx(sc.mean_logprobs([None, None], cands))
-    # r2h / h2r take the best reference; f is their mean
+    # r2h / h2r take the best reference; f is the best reference's F (BARTScore's rule, as the bartscore family)
     r2h_each = sc.mean_logprobs(["the cat sat .", "a cat sat ."], [cands[0]] * 2)
+    h2r_each = sc.mean_logprobs([cands[0]] * 2, ["the cat sat .", "a cat sat ."])
     assert got["r2h"][0] == pytest.approx(max(r2h_each))
-    assert got["f"] == pytest.approx([(a + b) / 2 for a, b in zip(got["r2h"], got["h2r"])])
+    assert got["f"][0] == pytest.approx(max((a + b) / 2 for a, b in zip(r2h_each, h2r_each)))
+    assert got["f"][1] == pytest.approx((got["r2h"][1] + got["h2r"][1]) / 2)
     assert all(math.isfinite(v) for d in got.values() for v in d)
+
+
+def test_ar_cut_conditioning_text_is_counted(tiny_ar):
+    """tiny-causal's window is 128 tokens: a 200-word source loses its start in s2h, and says how much."""
+    from dlmeval.baselines.likelihood import ARScorer, directional_scores
+
+    sc = ARScorer(tiny_ar)
+    long_src = " ".join(["the cat sat on the mat ."] * 30)  # 210 tokens
+    cuts: dict = {}
+    directional_scores(
+        sc,
+        ["the cat sat .", "a dog ran ."],
+        sources=[long_src, "the dog ran ."],
+        directions=("s2h", "mar"),
+        cuts=cuts,
+    )
+    ctx, cont = tiny_ar.split_tokens(sc.template.format(context=long_src), "the cat sat .")
+    assert cuts["s2h"] == [len(ctx) + len(cont) - 128, 0] and cuts["s2h"][0] > 0
+    assert "mar" not in cuts
 
 
 def test_ar_bad_input(tiny_ar):

@@ -73,6 +73,16 @@ def test_bartscore_family_scores_what_the_building_block_scores(run, data_root, 
     )
     labels = set(rep.results["label"])
     assert any(lab.startswith("BARTScore (paper mapping)") for lab in labels)
+    # the mapped row follows BARTScore's own protocol: s->h on every SummEval dimension (fluency too: not the
+    # empty-source row the AR mapping uses), F on MT
+    for dim in ("coherence", "fluency"):
+        assert list(suite.metric_vector("SummEval", dim, "bartscore:mapped", scores)) == list(
+            scores["bartscore:s2h"]
+        )
+    wmt_scores = suite.scores("gu-en", scoring_frame("gu-en", str(data_root), limit=8))
+    assert list(suite.metric_vector("gu-en", "DARR", "bartscore:mapped", wmt_scores)) == list(
+        wmt_scores["bartscore:f"]
+    )
     assert any(lab.startswith("GPTScore (paper mapping)") for lab in labels)
     # WMT: reference directions only, GPTScore's ACC aspect with the reference in the prompt
     wmt = rep.results[rep.results["benchmark"] == "gu-en"]

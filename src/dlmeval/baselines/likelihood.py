@@ -52,6 +52,13 @@ class ARScorer:
         ctx = ["" if c is None else self.template.format(context=c) for c in contexts]
         return self.model.continuation_logprobs(ctx, list(texts), batch_size=self.batch_size)
 
+    def dropped(self, contexts: Sequence[str | None], texts: Sequence[str]) -> list[int]:
+        """Tokens cut from the start of each conditioning text to fit the model's window (0: none; a marginal
+        score has no conditioning text, and a scored text longer than the window raises nothing here: its own
+        start is then cut too and counts as well)."""
+        ctx = ["" if c is None else self.template.format(context=c) for c in contexts]
+        return self.model.dropped_context_tokens(ctx, list(texts))
+
     def mean_logprobs(self, contexts: Sequence[str | None], texts: Sequence[str]) -> list[float]:
         """The mean per-token log-probability of each text given its context."""
         out = []
@@ -69,11 +76,15 @@ def directional_scores(
     sources: Sequence[str] | None = None,
     references: Sequence[Sequence[str]] | None = None,
     directions: Sequence[str] = DIRECTIONS,
+    cuts: dict[str, list[int]] | None = None,
 ) -> dict[str, list[float]]:
     """The requested directions for every candidate: ``{direction: [score per candidate]}``.
 
     ``s2h``/``h2s`` need ``sources``; ``r2h``/``h2r``/``f`` need ``references`` (one sequence of references per
-    candidate; the best reference counts for each of r2h and h2r separately, and ``f`` averages those two).
+    candidate; the best reference counts for each of r2h and h2r, and ``f`` is the best reference's F =
+    (r2h + h2r) / 2, BARTScore's rule: F per reference, then the best, as :func:`dlmeval.baselines.seq2seq.bartscore`
+    computes it). ``cuts``, when given, is filled with ``{direction: [tokens cut from the conditioning text, per
+    candidate (the most over its references)]}``.
     """
     bad = [d for d in directions if d not in DIRECTIONS]
     if bad:
@@ -87,8 +98,12 @@ def directional_scores(
         raise InputError("the r2h / h2r / f directions need references for every candidate")
     if "s2h" in directions:
         out["s2h"] = scorer.mean_logprobs(list(sources), list(candidates))
+        if cuts is not None:
+            cuts["s2h"] = scorer.dropped(list(sources), list(candidates))
     if "h2s" in directions:
         out["h2s"] = scorer.mean_logprobs(list(candidates), list(sources))
+        if cuts is not None:
+            cuts["h2s"] = scorer.dropped(list(candidates), list(sources))
     if "mar" in directions:
         out["mar"] = scorer.mean_logprobs([None] * n, list(candidates))
     if want_ref:
@@ -105,13 +120,21 @@ def directional_scores(
         h2r = scorer.mean_logprobs(flat_c, flat_r)
         best_r2h = np.full(n, -np.inf)
         best_h2r = np.full(n, -np.inf)
+        best_f = np.full(n, -np.inf)
         for k, i in enumerate(owner):
             best_r2h[i] = max(best_r2h[i], r2h[k])
             best_h2r[i] = max(best_h2r[i], h2r[k])
+            best_f[i] = max(best_f[i], (r2h[k] + h2r[k]) / 2)
         if "r2h" in directions:
             out["r2h"] = best_r2h.tolist()
         if "h2r" in directions:
             out["h2r"] = best_h2r.tolist()
         if "f" in directions:
-            out["f"] = ((best_r2h + best_h2r) / 2).tolist()
+            out["f"] = best_f.tolist()
+        if cuts is not None:
+            for d, (ctx, txt) in (("r2h", (flat_r, flat_c)), ("h2r", (flat_c, flat_r))):
+                per = np.zeros(n, dtype=int)
+                np.maximum.at(per, owner, scorer.dropped(ctx, txt))
+                cuts[d] = per.tolist()
+            cuts["f"] = [max(a, b) for a, b in zip(cuts["r2h"], cuts["h2r"])]
     return {d: out[d] for d in directions}

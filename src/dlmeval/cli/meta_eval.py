@@ -86,11 +86,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="AR r->h / h->r: best of the first N distinct references (default: all; SummEval has 11, and "
         "they dominate the AR cost there)",
     )
-    p.add_argument(
+    e = p.add_argument_group("BERTScore / MoverScore (the embedding family)")
+    e.add_argument(
         "--encoder",
         default=None,
         metavar="DIR",
-        help="BERT-style encoder directory for the BERTScore/MoverScore-style baselines (default: all-MiniLM-L6-v2)",
+        help="the CPU-demo encoder directory: BERTScore's when roberta-large is not on this machine, MoverScore's "
+        "without --moverscore-model (default: the shipped all-MiniLM-L6-v2; rows labelled 'CPU demo')",
+    )
+    e.add_argument(
+        "--bertscore-model",
+        default=None,
+        metavar="SPEC",
+        help="BERTScore encoder: a directory or hub id (default: roberta-large, the paper's, when cached; fetched "
+        "only with --allow-download)",
+    )
+    e.add_argument(
+        "--bertscore-layer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="BERTScore layer (default: bert-score's tuned layer, 17 for roberta-large; else the last)",
+    )
+    e.add_argument(
+        "--bertscore-idf",
+        action="store_true",
+        help="BERTScore IDF weights from the benchmark's references (default off: BARTScore's runs, which the "
+        "paper reports, use idf=False)",
+    )
+    e.add_argument(
+        "--moverscore-model", default=None, metavar="SPEC", help="MoverScore encoder (the paper's: BERT-MNLI)"
+    )
+    e.add_argument(
+        "--moverscore-ngram", type=int, default=1, metavar="N", help="MoverScore n-gram (default 1)"
+    )
+    e.add_argument(
+        "--moverscore-no-idf", action="store_true", help="MoverScore with uniform weights instead of IDF"
     )
     p.add_argument(
         "--metrics",
@@ -100,6 +131,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric families: lexical embedding ar diffscore, or any other registered family (default: every "
         "family that runs by default)",
     )
+    b = p.add_argument_group(
+        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore geval)"
+    )
+    for flag, what in (
+        (
+            "--unieval-model",
+            "UniEval checkpoint for summarization / data-to-text (default MingZhong/unieval-sum)",
+        ),
+        ("--unieval-fact-model", "UniEval checkpoint for Rank19 / QAGS (default MingZhong/unieval-fact)"),
+        ("--alignscore-model", "AlignScore checkpoint: its .ckpt file or a converted directory"),
+        (
+            "--alignscore-base",
+            "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
+        ),
+        ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
+        ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
+    ):
+        b.add_argument(flag, default=None, metavar="SPEC", help=what)
     g = p.add_argument_group("DiffScore estimator")
     g.add_argument(
         "--preset",
@@ -139,7 +188,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     f.add_argument("--ft-model", default=None, help="base model FT starts from (default: --model)")
     f.add_argument("--ft-adapter", default=None, metavar="DIR", help="a trained adapter for every benchmark")
-    f.add_argument("--ft-train", default=None, metavar="FILE", help="one training file for every benchmark")
+    f.add_argument(
+        "--ft-train",
+        default=None,
+        metavar="DATA",
+        help="one training set for every benchmark: cnn_dailymail (the paper's; a hub id, read from the datasets "
+        "cache, fetched with --allow-download), another hub dataset id[:config][@split], a save_to_disk "
+        "directory, a parquet file, or a JSONL/CSV/TSV file of source/target pairs",
+    )
     f.add_argument("--ft-steps", type=int, default=None, help="training steps (default: FTOptions')")
     f.add_argument("--ft-batch-size", type=int, default=None)
     f.add_argument("--ft-lr", type=float, default=None)
@@ -187,6 +243,18 @@ def _options(args):
         dlm_adapter=args.adapter,
         ar=args.ar_model,
         encoder=args.encoder,
+        bertscore_model=args.bertscore_model,
+        bertscore_layer=args.bertscore_layer,
+        bertscore_idf=args.bertscore_idf,
+        moverscore_model=args.moverscore_model,
+        moverscore_ngram=args.moverscore_ngram,
+        moverscore_idf=not args.moverscore_no_idf,
+        unieval_model=args.unieval_model,
+        unieval_fact_model=args.unieval_fact_model,
+        alignscore_model=args.alignscore_model,
+        alignscore_base=args.alignscore_base,
+        geval_judge=args.geval_judge,
+        geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,
         bartscore_model=args.bartscore_model,
         preset=args.preset,
@@ -211,7 +279,8 @@ def _options(args):
                     "work_dir": args.ft_dir,
                 }.items()
                 if v is not None  # what is not given keeps FTOptions' default
-            }
+            },
+            allow_download=args.allow_download,
         ),
         bootstrap=args.bootstrap,
         confidence=args.confidence,

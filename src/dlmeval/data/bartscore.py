@@ -1,4 +1,4 @@
-"""The 12 BARTScore meta-evaluation sets (neulab/BARTScore ``{SUM,D2T,WMT}/*/data.pkl``) as normalized DataFrames.
+"""The BARTScore meta-evaluation sets (12 shipped, plus the WMT pairs a checkout brings) (neulab/BARTScore ``{SUM,D2T,WMT}/*/data.pkl``) as normalized DataFrames.
 
 What the pickles hold (read with :func:`~dlmeval.data.safepickle.safe_load_pickle`, which refuses every global):
 
@@ -9,11 +9,11 @@ What the pickles hold (read with :func:`~dlmeval.data.safepickle.safe_load_pickl
   ``correct``/``incorrect``; QAGS has one system (key ``0``) per document. Doc ids are strings (SummEval, Newsroom)
   or ints (the others); system names are strings, or the int 0 (QAGS); both become strings here.
 * D2T (BAGEL, SFHOT, SFRES): ``{i: {"src", "sys_summ", "ref_summs", "scores"}}``, one output per item, no system
-  names. ``src`` is a dialogue-act meaning representation (``inform(name=none,area=citycentre,near='X')``). Items
+  names (an item's ``sys_name`` / ``system`` field is kept as its system where a file has one). ``src`` is a dialogue-act meaning representation (``inform(name=none,area=citycentre,near='X')``). Items
   that share a ``src`` share their references, so ``doc_id`` groups items by ``src`` (``mr0000``, ``mr0001``, ...
   in order of first appearance) and ``system`` is None. ``ref_summs`` repeat references many times (up to 3,810
   entries of which at most 10 are distinct): they are kept as they are, duplicates included.
-* WMT (gu-en, kk-en, lt-en): ``{i: {"src", "ref", "better": {"sys_name", "sys", "scores": {}}, "worse": {...}}}``,
+* WMT (gu-en, kk-en, lt-en; de-en, fi-en, ru-en, zh-en from ``dlmeval data import``): ``{i: {"src", "ref", "better": {"sys_name", "sys", "scores": {}}, "worse": {...}}}``,
   WMT19 DARR pairs: two outputs for one source where humans judged ``better`` above ``worse``.
 
 Text. SUM and D2T texts are tokenized in Penn-Treebank style (``team 's``, ``did n't``, `````` ... ''``, a space
@@ -66,6 +66,9 @@ class BartScoreBenchmark:
     multi_reference: bool = False
     reference_is_source: bool = False
     lang_pair: str | None = None
+    #: False for the sets the shared data directory does not ship (de-en, fi-en, ru-en, zh-en): they come from a
+    #: BARTScore checkout through ``dlmeval data import`` and join the suite only once their file is there
+    shipped: bool = True
 
 
 def _b(name: str, task: str, dims: tuple[str, ...], n_rows: int, **kw: Any) -> BartScoreBenchmark:
@@ -91,6 +94,9 @@ BARTSCORE_BENCHMARKS: dict[str, BartScoreBenchmark] = {
         _b("gu-en", "WMT", (), 20110, lang_pair="gu-en"),
         _b("kk-en", "WMT", (), 9728, lang_pair="kk-en"),
         _b("lt-en", "WMT", (), 21862, lang_pair="lt-en"),
+        # the other four WMT19 DARR to-English pairs of BARTScore's Table (the DiffScore paper's Table 1), in the
+        # same data.pkl layout; n_rows 0: not checked (not shipped here)
+        *(_b(lp, "WMT", (), 0, lang_pair=lp, shipped=False) for lp in ("de-en", "fi-en", "ru-en", "zh-en")),
     )
 }
 
@@ -229,10 +235,11 @@ def _d2t_rows(b: BartScoreBenchmark, data: Mapping, path: Path) -> list[dict[str
         if not refs or not all(isinstance(r, str) for r in refs):
             raise _fail(path, where, "ref_summs must be a non-empty list of strings")
         doc = groups.setdefault(src, f"mr{len(groups):04d}")
+        system = item.get("sys_name", item.get("system")) if isinstance(item, dict) else None
         rows.append(
             {
                 "doc_id": doc,
-                "system": None,
+                "system": None if system is None else str(system),  # BARTScore's D2T files have none
                 "_key": str(key),
                 "source_raw": src,
                 "reference_raw": refs[0],
@@ -338,8 +345,8 @@ def load_bartscore(
         )
     if not p.is_file():
         raise InputError(
-            f"BARTScore file for {b.name} not found at {p}; copy neulab/BARTScore {b.task}/{b.name}/data.pkl "
-            "there (see shared/data/README.md) or point DLMEVAL_DATA / --data-dir at the data directory"
+            f"BARTScore file for {b.name} not found at {p}; run `dlmeval data import BARTSCORE_CHECKOUT` (a "
+            f"checkout with {b.task}/{b.name}/data.pkl) or point DLMEVAL_DATA / --data-dir at the data directory"
         )
     st = p.stat()
     return _frame(b.name, str(p.resolve()), st.st_mtime_ns, st.st_size, bool(detokenize)).copy()

@@ -160,13 +160,25 @@ class CausalLM(_TokenizerMixin):
         return whole[:n], whole[n:]
 
     @torch.no_grad()
+    def dropped_context_tokens(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[int]:
+        """How many tokens :meth:`continuation_logprobs` drops from the start of each context to fit the window
+        (0: none), so that a caller can say which scores were computed on a cut conditioning text."""
+        out = []
+        for c, x in zip(contexts, continuations):
+            ctx, cont = self.split_tokens(c, x)
+            if not ctx and self.bos_token_id is not None:
+                ctx = [self.bos_token_id]
+            out.append(max(0, len(ctx) + len(cont) - self.max_length))
+        return out
+
     def continuation_logprobs(
         self, contexts: Sequence[str], continuations: Sequence[str], *, batch_size: int = 16
     ) -> list[np.ndarray]:
         """Per-token log-probabilities of each continuation given its context (only continuation tokens).
 
         A context with no tokens is given the BOS token (or the first continuation token is not scored when the
-        tokenizer has none). Inputs longer than the window lose tokens from the context's start.
+        tokenizer has none). Inputs longer than the window lose tokens from the context's start
+        (:meth:`dropped_context_tokens` says how many).
         """
 
         if len(contexts) != len(continuations):

@@ -19,8 +19,9 @@ MT, summarization and data-to-text ("never trained on D2T data"). Here:
   is why the check is on word sequences and not on whole texts. Benchmarks whose training sets come out equal
   share one adapter (every non-pool benchmark without overlap). D2T and WMT are thus never trained on, as in the
   paper;
-* ``FTOptions.train_data`` (``--ft-train FILE``, :func:`dlmeval.train.finetune.read_pairs`): one training file for
-  every benchmark, used as given (the paper's scheme with the real CNN/DM); ``FTOptions.adapter``
+* ``FTOptions.train_data`` (``--ft-train cnn_dailymail``, a hub dataset id, a ``datasets`` directory, a parquet or
+  a pairs file: :mod:`dlmeval.protocols.ft_train_data`): one training set for every benchmark, used as given (the
+  paper's scheme with the real CNN/DM); ``FTOptions.adapter``
   (``--ft-adapter DIR``): an adapter trained before (``dlmeval train``), used for every benchmark, no training.
 
 Adapters are cached by content: ``<work dir>/<key>`` where the key hashes the base model's identity, the training
@@ -64,7 +65,12 @@ class FTOptions:
 
     model: str | None = None  # the base FT starts from (the paper: LLaDA-8B-Base); None: the suite's --model
     adapter: str | None = None  # one trained adapter for every benchmark (no training)
-    train_data: str | None = None  # one training file for every benchmark (None: the cross-benchmark pool)
+    # one training set for every benchmark (None: the cross-benchmark pool): a pairs file, a datasets directory or
+    # parquet file, or a hub dataset id (``cnn_dailymail``: the paper's; :mod:`dlmeval.protocols.ft_train_data`)
+    train_data: str | None = None
+    allow_download: bool = (
+        False  # a hub id may be fetched (--allow-download); never part of the configuration
+    )
     rank: int = 16
     alpha: float = 32
     dropout: float = 0.05
@@ -103,15 +109,18 @@ class FTOptions:
 
             check_adapter_dir(self.adapter)
         if self.train_data is not None:
-            from dlmeval.data.formats import require_file
+            from dlmeval.protocols.ft_train_data import describe_training_data
 
-            require_file(self.train_data, "--ft-train file")
+            describe_training_data(
+                self.train_data, allow_download=self.allow_download
+            )  # reads it: errors now
 
     def describe(self) -> dict[str, Any]:
         """What the FT scores depend on (the run configuration): the settings, the adapter's hash, the file's
         digest; never the work directory."""
         d = asdict(self)
         d.pop("work_dir")
+        d.pop("allow_download")
         d["model"] = None  # the base model is in the run's model identities
         if self.adapter is not None:
             from dlmeval.models.adapters import adapter_sha256
@@ -131,8 +140,13 @@ class FTOptions:
             d.pop("max_length"), d.pop("chat")
         if self.train_data is not None:
             from dlmeval.data.paths import file_digest
+            from dlmeval.protocols.ft_train_data import FILE_SUFFIXES, describe_training_data
 
-            d["train_data"] = {"sha256": file_digest(Path(self.train_data))}
+            p = Path(self.train_data)
+            if p.is_file() and p.name.lower().endswith(FILE_SUFFIXES):
+                d["train_data"] = {"sha256": file_digest(p)}
+            else:
+                d["train_data"] = describe_training_data(self.train_data, allow_download=self.allow_download)
         d["scheme"] = (
             "given adapter" if self.adapter else "given file" if self.train_data else "cross-benchmark pool"
         )
@@ -299,13 +313,18 @@ def _fresh_base(ctx: FTContext):
 
 def adapter_for(ctx: FTContext, name: str) -> tuple[Any, dict]:
     """``(model with the adapter for benchmark name, the layout it was trained on)``, training it if needed."""
-    from dlmeval.train.finetune import finetune, read_pairs
+    from dlmeval.train.finetune import finetune
 
     o = ctx.options
     if o.adapter is not None:
         model = ctx.load(o.adapter)
         return model, dict(model.adapter.settings.get("layout") or {"chat": False, "prompt": None})
-    pairs = read_pairs(o.train_data) if o.train_data else training_pairs(ctx, name)
+    if o.train_data:
+        from dlmeval.protocols.ft_train_data import read_training_pairs
+
+        pairs = read_training_pairs(o.train_data, allow_download=o.allow_download)
+    else:
+        pairs = training_pairs(ctx, name)
     cfg = o.finetune_config(ctx.seed)
     ident = {k: v for k, v in base_identity(ctx).items() if k != "device"}
     d = ctx.root() / adapter_key(ident, cfg, pairs)

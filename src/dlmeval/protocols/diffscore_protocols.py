@@ -70,8 +70,9 @@ SINGLE_CORRELATION = frozenset({"pearson", "spearman", "sys_pearson", "sys_spear
 
 #: protocols per benchmark; the first is the paper's number (Tables 1-3)
 BENCHMARK_PROTOCOLS: dict[str, tuple[str, ...]] = {
-    "SummEval": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman"),
-    "Newsroom": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman"),
+    # the pooled segment-level correlations over all outputs beside the per-document average (secondary)
+    "SummEval": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman", "spearman", "kendall"),
+    "Newsroom": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman", "spearman", "kendall"),
     "REALSumm": ("sys_pearson", "sys_spearman", "doc_spearman"),
     "Rank19": ("pairwise_acc",),
     "QAGS_CNN": ("pearson", "spearman", "kendall"),
@@ -82,6 +83,7 @@ BENCHMARK_PROTOCOLS: dict[str, tuple[str, ...]] = {
     "gu-en": ("darr_tau",),
     "kk-en": ("darr_tau",),
     "lt-en": ("darr_tau",),
+    **{lp: ("darr_tau",) for lp in ("de-en", "fi-en", "ru-en", "zh-en")},
 }
 
 #: the human "dimension" of the WMT DARR sets (pairs, no score column)

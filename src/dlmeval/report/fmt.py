@@ -263,6 +263,8 @@ class TableView:
     note: str = ""
     max_rows: int = MAX_ROWS
     more_hint: str = ""
+    #: underline the second-best value of every ``best`` column too (the paper's tables: bold best, underline second)
+    underline_second: bool = False
 
 
 def best_rows(values: pd.Series, how: str) -> set[int]:
@@ -277,6 +279,20 @@ def best_rows(values: pd.Series, how: str) -> set[int]:
     return set() if len(best) == int(ok.sum()) and len(best) > 1 else best
 
 
+def second_rows(values: pd.Series, how: str) -> set[int]:
+    """Row positions holding the second-best distinct finite value (none when :func:`best_rows` finds none)."""
+    best = best_rows(values, how)
+    if not best:
+        return set()
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float).copy()
+    v[list(best)] = np.nan
+    return (
+        best_rows(pd.Series(v), how)
+        if np.isfinite(v).sum() > 1
+        else {int(i) for i in np.flatnonzero(np.isfinite(v))}
+    )
+
+
 def table_html(view: TableView) -> str:
     df = view.df
     # a named or multi-level index carries data (a pivot's row keys); a plain one (RangeIndex, or what is left of
@@ -286,10 +302,13 @@ def table_html(view: TableView) -> str:
     shown = df.head(view.max_rows)
     disp, source = display_frame(shown)
     bold: dict[str, set[int]] = {}
+    under: dict[str, set[int]] = {}
     for head, src in source.items():
         how = view.best.get(src)
         if how and src in df.columns:
             bold[head] = {i for i in best_rows(df[src], how) if i < len(shown)}
+            if view.underline_second:
+                under[head] = {i for i in second_rows(df[src], how) if i < len(shown)}
     numeric = {
         head
         for head, src in source.items()
@@ -317,6 +336,8 @@ def table_html(view: TableView) -> str:
                 text += f'<sup class="mark">{html.escape(mark)}</sup>'
             if i in bold.get(head, ()):
                 text = f"<strong>{text}</strong>"
+            elif i in under.get(head, ()):
+                text = f"<u>{text}</u>"
             cls = ' class="num"' if head in numeric else ""
             cells.append(f"<td{cls}>{text}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")

@@ -93,10 +93,10 @@ def _meta_table(name: str):
         if uses_paper_marks(comparisons) and name != "secondary":
             note += (
                 f" † / ‡ significantly better than BARTScore / GPTScore (paper mapping), p < {alpha}, Williams test"
-                " at the column's level (the paper's marks). Bold: best value per column."
+                " at the column's level (the paper's marks). Bold: best value per column; underlined: second."
             )
         elif marks or name != "secondary":
-            note += f" † significantly better than the AR baseline (paper mapping), p < {alpha} (Williams test or paired bootstrap). Bold: best value per column."
+            note += f" † significantly better than the AR baseline (paper mapping), p < {alpha} (Williams test or paired bootstrap). Bold: best value per column; underlined: second."
         s = Section(f"Meta-evaluation: {TASK_TITLES.get(name, name)}")
         s.table(
             TableView(
@@ -104,6 +104,7 @@ def _meta_table(name: str):
                 caption=f"Correlation with human judgements, per benchmark, dimension and protocol (table {name})",
                 name=name,
                 best={c: "max" for c in value_cols},
+                underline_second=True,
                 marks=marks,
                 note=note.strip(),
                 max_rows=60,

@@ -133,16 +133,19 @@ def pmi_table(scores: pd.DataFrame) -> pd.DataFrame:
     paper="section 6.2, Table 4, appendix K, Table 15",
 )
 def run_adversarial(suite) -> dict[str, pd.DataFrame]:
-    from dlmeval.baselines.likelihood import ARScorer
     from dlmeval.data.bartscore import BARTSCORE_BENCHMARKS
+    from dlmeval.protocols.diffscore_analyses.comparator import comparator
 
     o = suite.opts
     frame = suite.frame("SummEval")
     adv = adversarial_set(frame, BARTSCORE_BENCHMARKS["SummEval"].dimensions, o.seed)
     adv.insert(0, "key", [f"adv/{d}/{c}" for d, c in zip(adv["doc_id"], adv["condition"])])
-    dlm, ar = suite.dlm(), suite.ar()
+    dlm, cmp = suite.dlm(), comparator(suite)  # BARTScore as in the paper when available, else the AR model
     run = analysis_run(
-        suite, "adversarial", {"estimator": o.estimator_record(), "perturbation_rate": 0.15}, [dlm, ar]
+        suite,
+        "adversarial",
+        {"estimator": o.estimator_record(), "perturbation_rate": 0.15, "comparator": cmp.kind},
+        [dlm, cmp.model],
     )
     scorer = suite.scorer("SUM")
 
@@ -150,7 +153,7 @@ def run_adversarial(suite) -> dict[str, pd.DataFrame]:
         rows = [adv.iloc[i] for i in chunk]
         cands, srcs = [r["candidate"] for r in rows], [r["source"] for r in rows]
         df = scorer.score(cands, srcs, config="pmi", item_ids=[r["key"] for r in rows])
-        sc = ARScorer(ar, batch_size=o.ar_batch_size)
+        sc = cmp.scorer
         s2h, mar = sc.mean_logprobs(srcs, cands), sc.mean_logprobs([None] * len(cands), cands)
         out = []
         for i in range(len(chunk)):
@@ -176,7 +179,7 @@ def run_adversarial(suite) -> dict[str, pd.DataFrame]:
         progress=o.progress,
     )
     recs = []
-    for m, label in (("dlm", f"DiffScore [{dlm.identity().name}]"), ("ar", f"AR [{ar.identity().name}]")):
+    for m, label in (("dlm", f"DiffScore [{dlm.identity().name}]"), ("ar", cmp.label("s->h"))):
         for (_, a), r in zip(adv.iterrows(), got[m]):
             recs.append({"model": label, "doc_id": a["doc_id"], "condition": a["condition"], **r})
     scores = pd.DataFrame(recs)

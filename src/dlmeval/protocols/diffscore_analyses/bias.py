@@ -151,16 +151,19 @@ def consistency_stats(forward: Sequence[float], reverse: Sequence[float]) -> dic
     options={"max_positions": int, "min_count": int},
 )
 def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dict[str, pd.DataFrame]:
-    from dlmeval.baselines.likelihood import ARScorer
+    from dlmeval.protocols.diffscore_analyses.comparator import comparator
 
     o = suite.opts
     frame = suite.frame("SummEval")
     items = pd.DataFrame(
         {"key": "pos/" + frame["key"], "source": frame["source"], "candidate": frame["candidate"]}
     )
-    dlm, ar = suite.dlm(), suite.ar()
+    dlm, cmp = suite.dlm(), comparator(suite)  # BARTScore as in the paper when available, else the AR model
     run = analysis_run(
-        suite, "positional", {"estimator": o.estimator_record(), "dlm_config": "cond", "ar": "s2h"}, [dlm, ar]
+        suite,
+        "positional",
+        {"estimator": o.estimator_record(), "dlm_config": "cond", "ar": "s2h", "comparator": cmp.kind},
+        [dlm, cmp.model],
     )
     scorer = suite.scorer("SUM")
 
@@ -173,9 +176,7 @@ def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dic
             item_ids=[str(r["key"]) for r in rows],
             token_scores=True,
         )
-        lps = ARScorer(ar, batch_size=o.ar_batch_size).token_logprobs(
-            [r["source"] for r in rows], [r["candidate"] for r in rows]
-        )
+        lps = cmp.scorer.token_logprobs([r["source"] for r in rows], [r["candidate"] for r in rows])
         return [
             {"dlm": {"tokens": list(map(float, df["token_logprob"].iat[i]))}, "ar": {"tokens": lp.tolist()}}
             for i, lp in enumerate(lps)
@@ -193,7 +194,7 @@ def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dic
     summary, per_pos = [], []
     for m, label in (
         ("dlm", f"DiffScore cond [{dlm.identity().name}]"),
-        ("ar", f"AR s->h [{ar.identity().name}]"),
+        ("ar", cmp.label("s->h")),
     ):
         st = positional_stats([r["tokens"] for r in got[m]], max_positions=max_positions, min_count=min_count)
         summary.append({"model": label, **{k: v for k, v in st.items() if not k.startswith("position_")}})
@@ -213,7 +214,7 @@ def run_positional(suite, *, max_positions: int = 64, min_count: int = 5) -> dic
     options={"n_pairs": int},
 )
 def run_directional(suite, *, n_pairs: int = 200) -> dict[str, pd.DataFrame]:
-    from dlmeval.baselines.likelihood import ARScorer
+    from dlmeval.protocols.diffscore_analyses.comparator import comparator
 
     o = suite.opts
     pairs = reversal_pairs(n_pairs, o.seed)
@@ -223,16 +224,19 @@ def run_directional(suite, *, n_pairs: int = 200) -> dict[str, pd.DataFrame]:
             "text": [t for f, r in zip(pairs["forward"], pairs["reverse"]) for t in (f, r)],
         }
     )
-    dlm, ar = suite.dlm(), suite.ar()
+    dlm, cmp = suite.dlm(), comparator(suite)
     run = analysis_run(
-        suite, "directional", {"estimator": o.estimator_record(), "n_pairs": n_pairs}, [dlm, ar]
+        suite,
+        "directional",
+        {"estimator": o.estimator_record(), "n_pairs": n_pairs, "comparator": cmp.kind},
+        [dlm, cmp.model],
     )
     scorer = suite.scorer("SUM")
 
     def compute(chunk):
         texts = [items["text"].iat[i] for i in chunk]
         df = scorer.score(texts, config="marginal", item_ids=[items["key"].iat[i] for i in chunk])
-        arm = ARScorer(ar, batch_size=o.ar_batch_size).mean_logprobs([None] * len(texts), texts)
+        arm = cmp.scorer.mean_logprobs([None] * len(texts), texts)
         return [
             {"dlm": {"score": float(df["score"].iat[i])}, "ar": {"score": arm[i]}} for i in range(len(chunk))
         ]
@@ -249,7 +253,7 @@ def run_directional(suite, *, n_pairs: int = 200) -> dict[str, pd.DataFrame]:
     rows, per_pair = [], pairs.copy()
     for m, label in (
         ("dlm", f"DiffScore marginal [{dlm.identity().name}]"),
-        ("ar", f"AR marginal [{ar.identity().name}]"),
+        ("ar", cmp.label("marginal" if cmp.kind == "ar" else "empty source")),
     ):
         v = np.array([r["score"] for r in got[m]])
         f, r = v[0::2], v[1::2]

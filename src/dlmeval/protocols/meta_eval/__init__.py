@@ -68,6 +68,7 @@ from __future__ import annotations
 
 # the metric families register when their modules are imported here: adding one is its module + its import
 # (ar, bartscore, baselines, diffscore, ft, gptscore today; the family's `rank`, not the import order, places its rows)
+from dlmeval.protocols.meta_eval.alignscore import AlignScoreFamily
 from dlmeval.protocols.meta_eval.ar import AR_DIRECTIONS, ARFamily, ar_directions_for
 from dlmeval.protocols.meta_eval.bartscore import BARTScoreFamily
 from dlmeval.protocols.meta_eval.baselines import (
@@ -104,6 +105,7 @@ from dlmeval.protocols.meta_eval.families import (
     register_family,
 )
 from dlmeval.protocols.meta_eval.ft import DiffScoreFTFamily
+from dlmeval.protocols.meta_eval.geval import GEvalFamily
 from dlmeval.protocols.meta_eval.gptscore import GPTScoreFamily
 from dlmeval.protocols.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
 from dlmeval.protocols.meta_eval.runner import SuiteReport, run_suite
@@ -115,6 +117,7 @@ from dlmeval.protocols.meta_eval.tables import (
     paper_tables,
     write_outputs,
 )
+from dlmeval.protocols.meta_eval.unieval import UniEvalFamily
 from dlmeval.protocols.meta_eval.work import (
     Timer,
     Unit,
@@ -129,6 +132,7 @@ from dlmeval.protocols.meta_eval.work import (
 __all__ = [
     "AR_DIRECTIONS",
     "ARFamily",
+    "AlignScoreFamily",
     "BARTScoreFamily",
     "BENCHMARKS",
     "Benchmark",
@@ -140,6 +144,7 @@ __all__ = [
     "EmbeddingFamily",
     "FAMILIES",
     "FTOptions",
+    "GEvalFamily",
     "GPTScoreFamily",
     "LEXICAL_METRICS",
     "LexicalFamily",
@@ -154,6 +159,7 @@ __all__ = [
     "TABLE_ORDER",
     "TASK_PROMPTS",
     "Timer",
+    "UniEvalFamily",
     "Unit",
     "ar_directions_for",
     "data_digest",

@@ -48,7 +48,12 @@ class ARFamily(MetricFamily):
     def configuration(self) -> dict[str, Any]:
         from dlmeval.baselines.likelihood import DEFAULT_TEMPLATE
 
-        cfg: dict[str, Any] = {"template": DEFAULT_TEMPLATE, "score": "mean-logprob"}
+        cfg: dict[str, Any] = {
+            "template": DEFAULT_TEMPLATE,
+            "score": "mean-logprob",
+            # one rule with the bartscore family: F per reference, then the best reference (BARTScore's)
+            "multi_reference_f": "best per-reference F",
+        }
         if self.opts.ar_max_refs is not None:
             cfg["max_refs"] = int(self.opts.ar_max_refs)
         return cfg
@@ -68,6 +73,7 @@ class ARFamily(MetricFamily):
         base = [d for d in directions if d != "sbi"]
         if "sbi" in directions:
             base = list(dict.fromkeys([*base, "s2h", "h2s"]))
+        cuts: dict[str, list[int]] = {}
         got = directional_scores(
             sc,
             [r["candidate"] for r in rows],
@@ -76,19 +82,39 @@ class ARFamily(MetricFamily):
             if any(d in base for d in ("r2h", "h2r", "f"))
             else None,
             directions=base,
+            cuts=cuts,
         )
         if "sbi" in directions:
             got["sbi"] = [(a + b) / 2 for a, b in zip(got["s2h"], got["h2s"])]
-        return {
-            u.uid: {f"ar:{d}": {"score": float(got[d][i])} for d in directions} for i, u in enumerate(chunk)
-        }
+            cuts["sbi"] = [max(a, b) for a, b in zip(cuts["s2h"], cuts["h2s"])]
+        out: dict[str, dict[str, Any]] = {u.uid: {} for u in chunk}
+        window = self.suite.ar().max_length
+        for d in directions:
+            cut = cuts.get(d, [0] * len(chunk))
+            if any(cut):
+                self.run.warn(
+                    f"{frame['benchmark'].iat[0]} ar:{d}: conditioning text cut at its start to fit the AR window "
+                    f"of {window} tokens (each item's 'warning' field says by how much); the count is the number "
+                    "of chunks with cuts"
+                )
+            for i, u in enumerate(chunk):
+                rec: dict[str, Any] = {"score": float(got[d][i])}
+                if cut[i]:
+                    rec["warning"] = f"conditioning text cut by {cut[i]} tokens (window {window})"
+                out[u.uid][f"ar:{d}"] = rec
+        return out
+
+    def cut(self) -> bool:
+        """Whether any conditioning text of this run was cut (the table labels then say so)."""
+        return any(": conditioning text cut" in w for w in self.run.warnings())
 
     @functools.cached_property
     def model_label(self) -> str:
         return refs_label(self.suite.ar().identity().name, self.opts)
 
     def label(self, metric: str) -> str:
-        return f"AR {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"
+        mark = ", contexts cut: see warnings" if self.cut() else ""
+        return f"AR {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}{mark}]"
 
     def mapped_source(self, bench, dimension: str) -> str | None:
         return f"ar:{P.ar_direction(bench.task, bench.config_for(dimension))}"

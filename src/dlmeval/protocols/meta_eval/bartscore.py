@@ -3,8 +3,8 @@ through :mod:`dlmeval.baselines.seq2seq`.
 
 Directions where the benchmark has the texts (as the ``ar`` family): s2h, h2s, sbi = (s2h + h2s) / 2 with an
 English source; r2h, h2r, F (BARTScore's ``avg_f``) with references; the empty-source analogue of a marginal. The
-"(paper mapping)" row reads the direction that plays the mapped DiffScore configuration's part (the ``ar``
-family's mapping, :func:`~dlmeval.protocols.diffscore_protocols.ar_direction`).
+"(paper mapping)" row follows BARTScore's own per-dimension protocol (:func:`bartscore_direction`: s->h for
+summarization and factuality, h->r for REALSumm coverage, F for data-to-text and MT), not the AR family's mapping.
 
 Off by default (``--metrics ... bartscore`` switches it on): the checkpoint is not shipped; ``--bartscore-model
 DIR`` (``SuiteOptions.bartscore_model``) points at a local copy of ``facebook/bart-large-cnn`` (or, with
@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols import diffscore_protocols as P
 from dlmeval.protocols.meta_eval.ar import ar_directions_for
 from dlmeval.protocols.meta_eval.families import MetricFamily, refs_label, register_family
 
@@ -44,6 +43,8 @@ class BARTScoreFamily(MetricFamily):
     default = False  # no checkpoint ships with dlmeval: asked for with --metrics
     order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")
     mapped = "bartscore:mapped"
+    paper_row = "BARTScore"
+    needs = "--bartscore-model DIR (facebook/bart-large-cnn) or --allow-download"
 
     @property
     def spec(self) -> str:
@@ -112,4 +113,14 @@ class BARTScoreFamily(MetricFamily):
         return f"BARTScore {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"
 
     def mapped_source(self, bench, dimension: str) -> str | None:
-        return f"bartscore:{P.ar_direction(bench.task, bench.config_for(dimension))}"
+        d = bartscore_direction(bench.task, dimension)
+        return f"bartscore:{d}" if d in ar_directions_for(bench.name) else None
+
+
+def bartscore_direction(task: str, dimension: str) -> str:
+    """BARTScore's own choice of direction per dimension (Yuan et al. 2021, section 3 and the per-task tables):
+    recall h->r for REALSumm's coverage (litepyramid recall), the faithfulness direction s->h for the other
+    summarization dimensions and the factuality sets, F = (r->h + h->r) / 2 for data-to-text and MT."""
+    if task == "SUM":
+        return "h2r" if dimension == "litepyramid_recall" else "s2h"
+    return "f"

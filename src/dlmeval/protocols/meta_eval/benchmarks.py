@@ -58,6 +58,15 @@ class Benchmark:
     prompt: str | None = None
     suite: str = "bartscore"
     ft_pool: bool = False
+    #: in its suite's default set and task group only when its data file is present (named explicitly, a missing
+    #: file is an error): the sets that come from ``dlmeval data import``
+    optional: bool = False
+
+    def present(self, data_dir: str | None = None) -> bool:
+        try:
+            return self.data_file(data_dir).is_file()
+        except InputError:  # no data directory at all
+            return False
 
     def frame(self, data_dir: str | None = None, limit: int | None = None) -> pd.DataFrame:
         return self.reader(self, data_dir, limit)
@@ -251,5 +260,6 @@ for _s in BARTSCORE_BENCHMARKS.values():
             has_reference=not _s.reference_is_source,
             english_source=_s.task != "WMT",
             ft_pool=_s.task == "SUM" and not _s.reference_is_source,  # SummEval, Newsroom, REALSumm
+            optional=not _s.shipped,
         )
     )

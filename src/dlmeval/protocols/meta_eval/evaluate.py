@@ -14,6 +14,12 @@ from dlmeval.protocols.meta_eval.paper_marks import paper_mark_records
 from dlmeval.seeding import derive_seed
 
 
+def has_systems(frame) -> bool:
+    """Whether the frame names at least two systems (a D2T file may name none)."""
+    names = {s for s in frame["system"] if s is not None and str(s) not in ("", "None")}
+    return len(names) >= 2
+
+
 def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
     """``(result records, comparison records)`` of benchmark ``name`` from the scores in the suite's runs."""
     o = suite.opts
@@ -22,6 +28,10 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
     scores = suite.scores(name, frame)
     task = frame["task"].iat[0]
     protocols = bench.protocols
+    if task == "D2T" and has_systems(frame):
+        # the paper's D2T table is system-level: where the files name the systems (the importer keeps them), the
+        # system-level Spearman is the headline; BARTScore's files name none, and the outputs are correlated
+        protocols = ("sys_spearman", *(p for p in protocols if p != "sys_spearman"))
     results, comps = [], []
     for dim in bench.dimensions:
         judged = judged_for(frame, dim)

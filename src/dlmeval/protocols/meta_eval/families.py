@@ -62,6 +62,11 @@ class MetricFamily:
     order: ClassVar[tuple[str, ...]] = ()
     #: the id of the family's "(paper mapping)" row, if it has one (see :meth:`mapped_source`)
     mapped: ClassVar[str | None] = None
+    #: the paper's baseline row this family provides (None: none); a suite that does not run it gets a row
+    #: "NAME (absent: why)" in its tables (:meth:`absent`)
+    paper_row: ClassVar[str | None] = None
+    #: what the family needs to run, for that row and for errors (e.g. "--unieval-model DIR or --allow-download")
+    needs: ClassVar[str] = ""
 
     def __init__(self, suite: Any):
         self.suite = suite
@@ -77,6 +82,13 @@ class MetricFamily:
     def enabled(cls, opts: Any) -> bool:
         """Whether the suite runs this family under ``opts``."""
         return cls.name in opts.selected_families()
+
+    @classmethod
+    def absent(cls, opts: Any) -> str | None:
+        """Why this family's paper row is not in a suite run under ``opts`` (None: it runs)."""
+        if cls.enabled(opts):
+            return None
+        return f"not run; add it with --metrics ... {cls.name}" + (f" ({cls.needs})" if cls.needs else "")
 
     def applies(self, bench: Benchmark) -> bool:
         """Whether the family scores ``bench`` at all (default: every benchmark)."""

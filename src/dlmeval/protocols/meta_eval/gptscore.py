@@ -37,6 +37,8 @@ class GPTScoreFamily(MetricFamily):
         f"gptscore:{a}" for a in ("COH", "CON", "FLU", "REL", "INF", "COV", "FAC", "NAT", "QUA", "ACC")
     ) + ("gptscore:mapped",)
     mapped = "gptscore:mapped"
+    paper_row = "GPTScore"
+    needs = ""
 
     def load(self) -> None:
         self.suite.ar()

@@ -26,7 +26,30 @@ class SuiteOptions:
     dlm: str = "default"
     dlm_adapter: str | None = None  # a LoRA adapter directory loaded onto ``dlm`` (``--adapter``)
     ar: str = "default-ar"
-    encoder: str | None = None  # BERT-style encoder directory for the embedding baselines (default: MiniLM)
+    # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
+    # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
+    encoder: str | None = None
+    # BERTScore (bert-score): a checkpoint directory or hub id (None: roberta-large when cached, the paper's), the
+    # layer (None: bert-score's tuned layer, 17 for roberta-large), IDF from the benchmark's references (off:
+    # BARTScore's runs, which the paper reports, use idf=False); rescaled whenever bert-score has the baseline file
+    bertscore_model: str | None = None
+    bertscore_layer: int | None = None
+    bertscore_idf: bool = False
+    # MoverScore: an encoder directory or hub id (None: the demo encoder), n-gram size, IDF weights (on: its
+    # authors' and BARTScore's setting)
+    moverscore_model: str | None = None
+    moverscore_ngram: int = 1
+    moverscore_idf: bool = True
+    # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
+    # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
+    unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
+    unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
+    alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
+    alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
+    # G-Eval's judge: a causal LM spec (see `dlmeval models`) or an OpenAI-compatible endpoint URL (http...);
+    # None: the family cannot run
+    geval_judge: str | None = None
+    geval_judge_model: str | None = None  # the model name sent to an endpoint
     # the bartscore family's seq2seq checkpoint (``--bartscore-model``): a local directory, or a hub id read from the
     # Hugging Face cache (fetched only with allow_download); None: facebook/bart-large-cnn, the paper's
     bartscore_model: str | None = None
@@ -70,14 +93,19 @@ class SuiteOptions:
     def resolved_benchmarks(self) -> tuple[str, ...]:
         if self.suite not in SUITES:
             raise InputError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
+        from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
+
+        def here(names):  # an imported set joins the default set and its group once its file is there
+            return [n for n in names if not BENCHMARKS[n].optional or BENCHMARKS[n].present(self.data_dir)]
+
         if not self.benchmarks:
-            return SUITES[self.suite]
+            return tuple(here(SUITES[self.suite]))
         groups = task_groups(self.suite)
         out: list[str] = []
         for name in self.benchmarks:
             key = name.strip()
             if key.upper() in groups:
-                out += groups[key.upper()]
+                out += here(groups[key.upper()])
             else:
                 out.append(get_benchmark(key, self.suite).name)
         return tuple(dict.fromkeys(out))
@@ -127,6 +155,10 @@ class SuiteOptions:
             raise InputError("confidence must lie in (0, 1) and alpha in (0, 0.5)")
         if self.chunk_size < 1:
             raise InputError("chunk_size must be positive")
+        if self.moverscore_ngram < 1:
+            raise InputError(f"--moverscore-ngram must be at least 1, got {self.moverscore_ngram}")
+        if self.bertscore_layer is not None and self.bertscore_layer < 0:
+            raise InputError(f"--bertscore-layer must be >= 0, got {self.bertscore_layer}")
         if self.ar_max_refs is not None and self.ar_max_refs < 1:
             raise InputError(f"--ar-max-refs must be at least 1, got {self.ar_max_refs}")
         if self.ft:

@@ -13,7 +13,7 @@ from dlmeval.parallel import main_only
 from dlmeval.protocols.meta_eval.benchmarks import data_digest
 from dlmeval.protocols.meta_eval.options import SUITE_VERSION, SuiteOptions
 from dlmeval.protocols.meta_eval.suite import Suite
-from dlmeval.protocols.meta_eval.tables import markdown_tables, paper_tables, write_outputs
+from dlmeval.protocols.meta_eval.tables import absent_rows, markdown_tables, paper_tables, write_outputs
 
 
 @dataclass
@@ -60,7 +60,7 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
         comps += c
     res = pd.DataFrame(results)
     cmp_df = pd.DataFrame(comps)
-    tables = paper_tables(res)
+    tables = paper_tables(res, absent_rows(opts))
     markdown = markdown_tables(tables, cmp_df, res, opts.alpha)
     timing = pd.DataFrame(suite.timer.rows)
     components = {f: c.run.run_id for f, c in suite.components.items()}

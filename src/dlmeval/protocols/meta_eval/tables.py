@@ -16,8 +16,9 @@ TABLE_NOTES = {
     "better/worse pairs; a metric tie is Discordant.",
     "sum": "rho doc-avg: Spearman per document over its systems, averaged (SummEval, Newsroom); r sys: Pearson of "
     "system means (REALSumm coverage); acc: pairwise accuracy correct > incorrect (Rank19); r: Pearson over all "
-    "outputs (QAGS). Reference-based baselines compare with the source on Rank19 / QAGS (no reference).",
-    "d2t": "rho: Spearman over all outputs (BARTScore's evaluate_text; the D2T files carry no system names).",
+    "outputs (QAGS); the secondary table has SummEval / Newsroom pooled over all outputs too (rho, tau). Reference-based baselines compare with the source on Rank19 / QAGS (no reference).",
+    "d2t": "rho: Spearman over all outputs (BARTScore's evaluate_text), where the D2T files carry no system names "
+    "(BARTScore's do not); rho sys: Spearman of system means, where they do (an imported file with sys_name).",
     "secondary": "Protocols other than the paper's headline number, same metrics.",
 }
 #: the row the '†' marks compare with
@@ -35,10 +36,29 @@ def column_label(benchmark: str, dimension: str, dimension_tag: str, protocol: s
     return f"{benchmark} {dimension_tag} ({P.PROTOCOL_TAGS[protocol]})"
 
 
-def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+#: paper baselines dlmeval has no family for, and why (a row in every table says so)
+NOT_BUILT = {
+    "QuestEval": "not built: the questeval package does not install with the pinned stack (its spaCy 3.0 source "
+    "build fails), and its answer extraction needs spaCy's NER / noun chunks",
+}
+
+
+def absent_rows(opts) -> dict[str, str]:
+    """``{paper row: why it is absent}`` for every paper baseline family a suite under ``opts`` does not run, and
+    the paper baselines dlmeval has no family for (:data:`NOT_BUILT`)."""
+    out = dict(NOT_BUILT)
+    for cls in METRIC_FAMILIES.values():
+        why = cls.absent(opts) if cls.paper_row else None
+        if why:
+            out[cls.paper_row] = why
+    return out
+
+
+def paper_tables(results: pd.DataFrame, absent: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
     """Wide tables (rows = metric labels, columns = "benchmark DIM (protocol)") of the primary protocols, per
     benchmark table (``mt``, ``sum``, ``d2t``, ...; each with an ``avg`` column), and ``secondary`` with every
-    other protocol. Rows: families in registration order, then each family's ``order``, then label."""
+    other protocol. Rows: families in registration order, then each family's ``order``, then label; then one
+    empty row ``"NAME (absent: why)"`` per paper baseline in ``absent`` (primary tables only)."""
     out: dict[str, pd.DataFrame] = {}
     if results.empty:
         return out
@@ -73,6 +93,8 @@ def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             continue
         w = wide(sub)
         w["avg"] = w.mean(axis=1, skipna=False)
+        for row, why in (absent or {}).items():
+            w.loc[f"{row} (absent: {why})"] = np.nan
         out[name] = w
     sec = results[~results["primary"]]
     if not sec.empty:
@@ -80,13 +102,30 @@ def paper_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def markdown_table(w: pd.DataFrame, marks: dict[tuple[str, str], str] | None = None, note: str = "") -> str:
-    """A GitHub Markdown table (3 decimals; ``marks[(row, column)]`` appended to a cell)."""
+def markdown_table(
+    w: pd.DataFrame, marks: dict[tuple[str, str], str] | None = None, note: str = "", *, emphasis: bool = True
+) -> str:
+    """A GitHub Markdown table (3 decimals; ``marks[(row, column)]`` appended to a cell; best per column in bold,
+    second underlined, unless ``emphasis=False``)."""
+    from dlmeval.report.fmt import best_rows, second_rows
+
     marks = marks or {}
     head = [w.index.name or "metric", *map(str, w.columns)]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(w.columns)) + "|"]
-    for lab, row in w.iterrows():
-        cells = [_fmt(v) + marks.get((lab, c), "") for c, v in row.items()]
+    # the paper's emphasis: the best value of every column in bold, the second underlined (higher is better for
+    # every protocol here); on the 3-decimal values shown, so that equal-looking cells are emphasized alike
+    shown = w.apply(lambda col: col.round(3))
+    best = {c: best_rows(shown[c].reset_index(drop=True), "max") for c in w.columns} if emphasis else {}
+    second = {c: second_rows(shown[c].reset_index(drop=True), "max") for c in w.columns} if emphasis else {}
+    for i, (lab, row) in enumerate(w.iterrows()):
+        cells = []
+        for c, v in row.items():
+            t = _fmt(v)
+            if t and i in best.get(c, ()):
+                t = f"**{t}**"
+            elif t and i in second.get(c, ()):
+                t = f"<u>{t}</u>"
+            cells.append(t + marks.get((lab, c), ""))
         lines.append("| " + " | ".join([str(lab), *cells]) + " |")
     text = "\n".join(lines) + "\n"
     return text + (f"\n{note}\n" if note else "")
@@ -115,6 +154,7 @@ def markdown_tables(tables: dict[str, pd.DataFrame], comparisons: pd.DataFrame, 
     return {
         name: f"## {name}\n\n"
         + markdown_table(w, marks if name != "secondary" else None, TABLE_NOTES.get(name, ""))
+        + "\nBold: best value per column; underlined: second.\n"
         + (
             legend
             or "\n† significantly better than AR (paper mapping), p < "
