@@ -42,7 +42,7 @@ def test_hub_id_offline_names_allow_download(monkeypatch, tmp_path):
     _read.cache_clear()
     with pytest.raises(
         InputError,
-        match=r"abisee/cnn_dailymail \(3.0.0, train\) is not in the datasets cache; pass --allow-download",
+        match=r"--ft-train cnn_dailymail \(abisee/cnn_dailymail, 3.0.0, train\).*--allow-download",
     ):
         _read("cnn_dailymail", False)
 
