@@ -145,14 +145,25 @@ class RemaskingSampler:
                 raise InputError(f"{len(iids)} item ids for {len(ids)} prompts; give one id per prompt")
             if len(set(iids)) != len(iids):
                 raise InputError("item ids must be unique: each one seeds its own row's generator")
-        if batch_size is not None and batch_size < 1:
-            raise InputError(f"batch_size must be >= 1, got {batch_size}")
-        if batch_size is None or batch_size >= len(ids):
+        batches = self.batches([len(x) for x in ids], batch_size)
+        if len(batches) == 1:
             return self._sample_batch(ids, iids)
         parts = []
-        for idx in length_sorted_batches([len(x) for x in ids], batch_size=batch_size):
+        for idx in batches:
             parts.append((idx, self._sample_batch([ids[i] for i in idx], [iids[i] for i in idx])))
         return SampleResult.merge(parts, len(ids))
+
+    @staticmethod
+    def batches(lengths: Sequence[int], batch_size: int | None) -> list[list[int]]:
+        """The batches :meth:`sample` cuts ``len(lengths)`` prompts into (prompt token counts ``lengths``): all of
+        them in input order when they fit one batch, else length-sorted batches of ``batch_size``. The rule reads
+        only the prompts and ``batch_size``, so a data-parallel run that shares these batches among its ranks
+        forwards exactly the batches of one process."""
+        if batch_size is not None and batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size is None or batch_size >= len(lengths):
+            return [list(range(len(lengths)))]
+        return list(length_sorted_batches(list(lengths), batch_size=batch_size))
 
     # ------------------------------------------------------------------ one batch
     @torch.no_grad()

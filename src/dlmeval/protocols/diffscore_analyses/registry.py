@@ -186,28 +186,26 @@ def score_items(
     """Chunked, resumable per-item values: ``compute(rows)`` returns, for each row index of a chunk, ``{metric:
     result}``; a chunk with any ``"{key}|{metric}"`` missing from the run is recomputed whole and written in one
     transaction. Returns ``{metric: [result of each key]}`` in ``keys`` order."""
-    from dlmeval.parallel import job_progress, run_context, sync
+    from dlmeval.parallel import Chunk, work_loop
 
     if len(set(keys)) != len(keys):
         raise InputError(f"{label}: item keys are not unique")
     prefix = _common_prefix(keys)
-    done = set(stored(run, prefix))
-    chunks = [list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size)]
-    todo = [c for c in chunks if any(f"{keys[i]}|{m}" not in done for i in c for m in metrics)]
-    total = sum(len(c) for c in todo)
-    par = run_context(run)  # data parallel: this rank's share, then every result everywhere
-    with job_progress(label, total, enabled=progress) as bar:
-        for chunk in par.share(todo):
-            res = compute(chunk)
-            pairs = []
-            for i, got in zip(chunk, res, strict=True):
-                missing = [m for m in metrics if m not in got]
-                if missing:
-                    raise RuntimeError(f"{label}: no {missing} for item {keys[i]}")
-                pairs += [(f"{keys[i]}|{m}", got[m]) for m in metrics]
-            run.put_many(pairs)
-            bar.update(len(chunk))
-    sync(run)
+    work = [
+        Chunk(tuple(f"{keys[i]}|{m}" for i in rows for m in metrics), rows, size=len(rows))
+        for rows in (list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size))
+    ]
+
+    def records(chunk: Chunk) -> list[dict[str, Any]]:
+        out = []
+        for i, got in zip(chunk.items, compute(list(chunk.items)), strict=True):
+            missing = [m for m in metrics if m not in got]
+            if missing:
+                raise RuntimeError(f"{label}: no {missing} for item {keys[i]}")
+            out += [got[m] for m in metrics]
+        return out
+
+    work_loop(run, work, records, label=label, progress=progress, done=set(stored(run, prefix)))
     res = stored(run, prefix)
     return {m: [res[f"{k}|{m}"] for k in keys] for m in metrics}
 
