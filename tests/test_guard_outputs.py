@@ -185,6 +185,12 @@ def _strip(v):
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DLMEVAL_DIST_TIMEOUT": "120"})
+    if env.get(
+        "PYTHONPATH"
+    ):  # the commands run in a temporary directory: a relative PYTHONPATH=src must hold
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep)
+        )
     return env
 
 
