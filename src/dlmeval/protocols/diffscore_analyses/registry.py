@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 
 RUN_KIND = "meta-eval-analysis"
 
@@ -38,7 +39,7 @@ class Analysis:
     order: int = 0
 
 
-REGISTRY: dict[str, Analysis] = {}
+REGISTRY: Registry[Analysis] = Registry("analysis")
 #: CLI flags that feed an analysis option of the same name (the CLI passes them when the analysis declares them)
 CLI_OPTIONS = ("n_pairs", "compare_model")
 
@@ -46,13 +47,10 @@ CLI_OPTIONS = ("n_pairs", "compare_model")
 def register(
     name: str, *, help: str, paper: str = "", options: Mapping[str, type] | None = None
 ) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
-    """Decorator: add ``fn`` to :data:`REGISTRY` under ``name`` (re-registering a name replaces it)."""
+    """Decorator: add ``fn`` to :data:`REGISTRY` under ``name`` (a name taken by another analysis is refused)."""
 
     def deco(fn: Callable[..., dict]) -> Callable[..., dict]:
-        old = REGISTRY.get(name)
-        REGISTRY[name] = Analysis(
-            name, fn, help, paper, dict(options or {}), old.order if old else len(REGISTRY)
-        )
+        REGISTRY.add(name, Analysis(name, fn, help, paper, dict(options or {}), len(REGISTRY)))
         return fn
 
     return deco
@@ -80,9 +78,7 @@ def analyses() -> list[Analysis]:
 
 def get(name: str) -> Analysis:
     _load()
-    if name not in REGISTRY:
-        raise InputError(f"unknown analysis {name!r}; choose one of {', '.join(a.name for a in analyses())}")
-    return REGISTRY[name]
+    return REGISTRY.get(name)
 
 
 class Names(Sequence):
