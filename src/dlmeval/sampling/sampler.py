@@ -37,9 +37,11 @@ Prompt = str | Sequence[int] | torch.Tensor
 class RemaskingSampler:
     """Masked diffusion sampling with a remasking strategy, over any :class:`DiffusionLM`.
 
-    >>> sampler = RemaskingSampler(model, SamplerConfig(length=64, steps=64, strategy="low_confidence"))
-    >>> res = sampler.sample(["The river", "A king"], item_ids=["a", "b"])
-    >>> res.texts, res.nfe, res.history.churn()["stable_cells"]
+    >>> from dlmeval.models import tiny_model
+    >>> sampler = RemaskingSampler(tiny_model("llada"), SamplerConfig(length=8, steps=8, strategy="low_confidence"))
+    >>> res = sampler.sample(["the river", "a king"], item_ids=["a", "b"])
+    >>> len(res.texts), res.nfe.tolist()                 # re-masked tokens are decoded again: real passes counted
+    (2, [15, 15])
 
     ``SamplerConfig(nfe=N, steps=None)`` is the compute-matched mode: the nominal steps are chosen so that the
     strategy spends ``N`` forward passes per row (see :func:`~dlmeval.sampling.config.steps_for_nfe`);

@@ -116,10 +116,13 @@ def _as_texts(x: Any, what: str) -> list:
 class DiffScorer:
     """Score candidates (given sources) by masked reconstruction with a diffusion LM.
 
+    >>> from dlmeval.models import tiny_model
+    >>> model = tiny_model("bert")
     >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, balanced masks, MLP
     >>> scorer = DiffScorer.paper(model)                 # the paper's estimator (independent Bernoulli masks)
-    >>> df = scorer.score(["A cat sat."], sources=["The cat sat on the mat."], config="cond")
-    >>> df.loc[0, "score"], df.attrs["signature"]
+    >>> df = scorer.score(["the cat sat"], sources=["a cat sat on the mat"], config="cond")
+    >>> bool(df.loc[0, "score"] < 0), "kind:diffscore" in df.attrs["signature"]
+    (True, True)
 
     ``n_masks`` (K) and ``n_rates`` (T): :data:`PRESETS` ``standard`` (20, 10) and ``fast`` (5, 5, see
     :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper), ``exact-count`` or ``pll``

@@ -1,11 +1,14 @@
 """SQLite run store: run signatures, per-item results written transactionally, resume.
 
->>> store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
->>> run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
->>> for item in pending(run, shard(items, rank, world_size), key=lambda it: it.id):
-...     run.put(item.id, compute(item, derive_seed(0, item.id)))
->>> run.put_table("summary", df); run.finish()
->>> print(run.signature.short())
+A run's life (not run here: it opens the user's store)::
+
+    store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
+    run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
+    for item in pending(run, shard(items, rank, world_size), key=lambda it: it.id):
+        run.put(item.id, compute(item, derive_seed(0, item.id)))
+    run.put_table("summary", df); run.finish()
+    print(run.signature.short())
+
 """
 
 from dlmeval.store.db import Run, RunStore, frame_records, natural_key, resolve_store_path
