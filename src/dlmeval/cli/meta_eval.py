@@ -235,7 +235,7 @@ def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
     from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
-    from dlmeval.store.db import check_writable_store
+    from dlmeval.store.access import check_writable_store
 
     opts = _options(args)
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])

@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
             "drop --no-store (or run in one process)"
         )
     if not args.no_store:
-        from dlmeval.store.db import check_writable_store, resolve_store_path
+        from dlmeval.store.access import check_writable_store, resolve_store_path
 
         # only rank 0 opens the store (the other ranks of a distributed job write journals beside it)
         store_path = (

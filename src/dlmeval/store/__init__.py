@@ -11,7 +11,9 @@ A run's life (not run here: it opens the user's store)::
 
 """
 
-from dlmeval.store.db import Run, RunStore, frame_records, natural_key, resolve_store_path
+from dlmeval.store.access import resolve_store_path
+from dlmeval.store.db import Run, RunStore, natural_key
+from dlmeval.store.frames import frame_records
 from dlmeval.store.shard import pending, rank_and_world_size, shard
 from dlmeval.store.signature import Signature, library_versions
 
