@@ -220,11 +220,7 @@ class DiffScorer:
     ) -> None:
         """Every check :meth:`score` makes on its inputs, without scoring (InputError on the first problem): call
         it before opening a run, so bad inputs leave the store as it was."""
-        _, cands, srcs, ids, _ = self._inputs(candidates, sources, config, item_ids)
-        seen: dict[str, tuple[str, str | None]] = {}
-        for key, c, s in zip(ids, cands, srcs, strict=True):
-            if seen.setdefault(key, (c, s)) != (c, s):
-                raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
+        self.prepare(candidates, sources, config=config, item_ids=item_ids)
 
     def _inputs(self, candidates, sources, config, item_ids):
         cfg = resolve_config(config)
