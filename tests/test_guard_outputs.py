@@ -7,7 +7,9 @@ compared entry by entry afterwards: a structural change must leave every entry b
 meant to move numbers (and says so in its commit) rewrites the digest in the same commit. Measured wall-clock fields
 (``seconds``, ``cpu_seconds``, the ``timing`` table) are left out: they are not computed from the inputs.
 
-Two ranks of care / robust / meta-eval are compared with one process in ``tests/test_parallel.py``.
+Two ranks of care / robust / meta-eval are compared with one process in ``tests/test_parallel.py``. The digest was
+written with WordNet installed (``make test`` installs it, scripts/system-deps.sh): without it METEOR is "not
+available" and the meta-eval lexical entries differ.
 """
 
 from __future__ import annotations
