@@ -41,13 +41,14 @@ settings alone (:mod:`dlmeval.scoring.spec`).
 Errors: a source-needing configuration without sources raises :class:`dlmeval.errors.InputError`; an empty
 candidate (or source, where it is masked or conditioned on) gives NaN with ``reason``, never an exception.
 
-Resumable runs: ``run = scorer.open_run(RunStore(path), config)`` then ``scorer.score(..., config=config,
-run=run)``: finished items are read back, new ones written as they complete, truncation warnings go to
-``run.warn``.
+Resumable, data-parallel runs: :mod:`dlmeval.protocols.score` (``run = open_run(store, scorer, config)`` then
+``score_run(scorer, run, candidates, sources, config=config)``): stored items are read back, pending canonical
+chunks computed and written one transaction each, truncation warnings go to ``run.warn``.
 
 Determinism: masks come from ``numpy_rng(seed, "diffscore-masks", key, side, scheme, K, T)`` where ``key`` is the
 item id when ``item_ids`` are given, else a hash of the masked text, so ``cond`` and ``marginal`` of one candidate
-share masks across calls and no score depends on batch size or order.
+share masks across calls. A score's last float bits can depend on the rows it shares a forward pass with (batch
+shape, padding): the same call gives the same bits, and a stored run fixes its calls (canonical chunks).
 
 Diagnostics (:mod:`dlmeval.scoring.diagnostics`): profile matrices, profile weights learned by k-fold CV on human
 scores, token tables and token heat maps.
