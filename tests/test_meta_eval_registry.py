@@ -65,7 +65,7 @@ def registries():
     yield
     for live, old in zip((BENCHMARKS, SUITES, TABLE_ORDER, METRIC_FAMILIES), saved):
         live.clear()
-        live.update(old) if isinstance(live, dict) else live.extend(old)
+        live.update(old) if hasattr(live, "update") else live.extend(old)
 
 
 def _toy_reader(b: Benchmark, data_dir, limit) -> pd.DataFrame:

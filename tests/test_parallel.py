@@ -28,6 +28,10 @@ PY = sys.executable
 def _env(**extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DLMEVAL_DIST_TIMEOUT": "120"}, **extra)
+    if env.get("PYTHONPATH"):  # the commands run in tmp_path: a relative PYTHONPATH=src must still hold
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep)
+        )
     return env
 
 

@@ -39,3 +39,42 @@ def test_decorator_uses_name_attribute():
     assert r.get("foo") is Foo
     with pytest.raises(TypeError, match="needs a name"):
         r.register()(object())
+
+
+def test_order_pop_and_restore():
+    """``order`` lists entries by a key (ties in registration order); pop / clear / update let a test restore
+    a registry it extended."""
+    r = Registry("family", order=lambda v: v[0])
+    r.add("late", (9, "a"))
+    r.add("early", (1, "b"))
+    r.add("also-early", (1, "c"))
+    assert r.names() == ("early", "also-early", "late")
+    saved = dict(r)
+    assert r.pop("EARLY") == (1, "b") and r.pop("early") is None and "early" not in r
+    r.clear()
+    assert len(r) == 0
+    r.update(saved)
+    assert r.names() == ("early", "also-early", "late")
+
+
+def test_every_pluggable_kind_refuses_a_duplicate_name():
+    from dlmeval.protocols.meta_eval import METRIC_FAMILIES
+    from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
+    from dlmeval.protocols.robust.probes import PROBES
+    from dlmeval.report.registry import REGISTRY as SECTIONS
+    from dlmeval.report.registry import renderers
+    from dlmeval.robustness.perturb import PERTURBATIONS, register_perturbation
+    from dlmeval.sampling.strategies import STRATEGIES
+    from dlmeval.tasks import TASKS
+
+    renderers()  # imports the report sections
+    for reg in (METRIC_FAMILIES, BENCHMARKS, PROBES, SECTIONS, PERTURBATIONS, STRATEGIES, TASKS):
+        assert isinstance(reg, Registry) and len(reg) > 0, reg
+        name = reg.names()[0]
+        with pytest.raises(ValueError, match="registered already"):
+            reg.add(name, object())
+    with pytest.raises(ValueError, match="char.keyboard"):
+        register_perturbation("char", "keyboard", rates=(0.1,), description="", eligible="")(
+            lambda *a: ([], 0, 0)
+        )
+    assert PERTURBATIONS["char.keyboard"].description.startswith("replace a letter by a QWERTY")

@@ -219,16 +219,19 @@ def real_runs(store, data_root, tmp: Path) -> dict[str, str]:
     run_analysis("directional", suite, n_pairs=6)
     run_analysis("adversarial", suite)
 
+    from dlmeval.protocols import score as score_protocol
+
     bert = tiny_model("bert", seed=0)
     scorer = DiffScorer(bert, n_masks=4, n_rates=4, seed=0)
-    run = scorer.open_run(store, "cond")
-    scorer.score(
+    run = score_protocol.open_run(store, scorer, "cond")
+    score_protocol.score_run(
+        scorer,
+        run,
         ["the cat sat on the big red house", "a woman wrote the book in the city"],
         ["the cat sat", "who wrote the book"],
         config="cond",
         item_ids=["item-1", "item-2"],
         token_scores=True,
-        run=run,
     )
     run.finish()
     ids["diffscore"] = run.run_id

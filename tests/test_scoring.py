@@ -11,6 +11,7 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models import tiny_model
+from dlmeval.protocols import score as score_protocol
 from dlmeval.scoring import DiffScorer, PairFormatter, make_masks
 from dlmeval.scoring.diagnostics import (
     apply_profile_weights,
@@ -346,29 +347,42 @@ def test_long_source_is_truncated_from_its_end_with_a_warning(bert, tmp_path):
     assert len(lay.ids) == bert.max_length and lay.n_tokens("candidate") == 3
     assert list(lay.ids[1:7]) == s.formatter.tokens(long_src)[:6]  # the beginning is kept
     with RunStore(tmp_path / "runs.sqlite") as store:
-        run = s.open_run(store, "cond")
-        df = s.score(["a dog ran", "the cat"], [long_src, "a dog"], config="cond", run=run)
+        run = score_protocol.open_run(store, s, "cond")
+        df = score_protocol.score_run(s, run, ["a dog ran", "the cat"], [long_src, "a dog"], config="cond")
         assert "source truncated" in df.loc[0, "warning"] and df.loc[1, "warning"] is None
         assert any("truncated" in w for w in run.warnings())
 
 
-def test_run_resumes_without_recomputing(peaky, tmp_path):
+def test_run_resumes_whole_canonical_chunks(peaky, tmp_path):
+    """A resumed run reads stored items back and recomputes only the canonical chunks that lack one; the
+    resumed scores are the bits of an uninterrupted run (the same chunks, the same batches)."""
     from dlmeval.store import RunStore
 
     s = DiffScorer(peaky, n_masks=4, n_rates=2, seed=3)
+    computed: list[str] = []
+    compute = s.compute
+    s.compute = lambda prep, items, **kw: (computed.extend(prep.items[j][0] for j in items), compute(prep, items, **kw))[1]  # fmt: skip
+    ids = ["a", "b", "c", "d"]
     with RunStore(tmp_path / "runs.sqlite") as store:
-        run = s.open_run(store, "cond")
-        first = s.score(CANDS[:2], SRCS[:2], config="cond", run=run)
-        assert s.rows_scored > 0
-        again = s.score(CANDS, SRCS, config="cond", run=s.open_run(store, "cond"))
-        resumed_rows = s.rows_scored
-        s.score(CANDS[2:], SRCS[2:], config="cond")
-        assert resumed_rows == s.rows_scored  # only the two new items were forwarded
-        np.testing.assert_allclose(again["score"][:2], first["score"], atol=0)
-        fresh = DiffScorer(peaky, n_masks=4, n_rates=2, seed=3).score(CANDS, SRCS, config="cond")
-        np.testing.assert_allclose(again["score"], fresh["score"], atol=1e-5, rtol=1e-6)
+        run = score_protocol.open_run(store, s, "cond", chunk_items=1)
+        first = score_protocol.score_run(
+            s, run, CANDS[:2], SRCS[:2], config="cond", item_ids=ids[:2], chunk_items=1
+        )
+        assert sorted(computed) == ["a", "b"]
+        computed.clear()
+        again = score_protocol.score_run(s, run, CANDS, SRCS, config="cond", item_ids=ids, chunk_items=1)
+        assert sorted(computed) == ["c", "d"]  # only the chunks of the two new items were forwarded
+        assert again["score"].tolist()[:2] == first["score"].tolist()
+        with RunStore(tmp_path / "other.sqlite") as other:
+            fresh = score_protocol.score_run(
+                s, score_protocol.open_run(other, s, "cond", chunk_items=1), CANDS, SRCS, config="cond",
+                item_ids=ids, chunk_items=1,
+            )  # fmt: skip
+        assert again["score"].tolist() == fresh["score"].tolist()
         with pytest.raises(InputError, match="another configuration"):
-            s.score(CANDS, SRCS, config="reverse", run=run)
+            score_protocol.score_run(s, run, CANDS, SRCS, config="reverse", item_ids=ids, chunk_items=1)
+        with pytest.raises(InputError, match="another configuration"):  # another chunking is another run
+            score_protocol.score_run(s, run, CANDS, SRCS, config="cond", item_ids=ids, chunk_items=2)
 
 
 # ---------------------------------------------------------------------------------------------------- diagnostics

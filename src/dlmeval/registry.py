@@ -46,12 +46,19 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Name -> object, refusing duplicates. ``kind`` names the entries in messages ("strategy", "task")."""
 
-    def __init__(self, kind: str, *, on_add: Callable[[str, T], None] | None = None):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        on_add: Callable[[str, T], None] | None = None,
+        order: Callable[[T], object] | None = None,
+    ):
         self.kind = kind
         self._entries: dict[str, T] = {}
         self._display: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
         self._on_add = on_add
+        self._order = order  # entries listed by this key (stable: ties in registration order)
 
     # -- adding -------------------------------------------------------------------------------------------------
     def add(self, name: str, obj: T, *, aliases: tuple[str, ...] | list[str] = ()) -> T:
@@ -74,6 +81,8 @@ class Registry(Generic[T]):
         for a in aliases:
             if a.lower() != key:
                 self._aliases[a.lower()] = key
+        if self._order is not None:
+            self._entries = dict(sorted(self._entries.items(), key=lambda kv: self._order(kv[1])))
         return obj
 
     def register(self, name: str | None = None, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
@@ -96,6 +105,26 @@ class Registry(Generic[T]):
         del self._display[key]
         for a in [a for a, k in self._aliases.items() if k == key]:
             del self._aliases[a]
+
+    def pop(self, name: str, default: T | None = None) -> T | None:
+        """Remove ``name`` and return its entry (``default`` when it is not registered)."""
+        key = self._lookup(str(name).lower())
+        if key is None:
+            return default
+        obj = self._entries[key]
+        self.remove(name)
+        return obj
+
+    def clear(self) -> None:
+        """Drop every entry (with :meth:`update`: a test restores a registry it extended)."""
+        self._entries.clear()
+        self._display.clear()
+        self._aliases.clear()
+
+    def update(self, entries) -> None:
+        """:meth:`add` every ``(name, obj)`` of a mapping or an iterable of pairs."""
+        for name, obj in entries.items() if hasattr(entries, "items") else entries:
+            self.add(name, obj)
 
     # -- reading ------------------------------------------------------------------------------------------------
     def _lookup(self, key: str) -> str | None:

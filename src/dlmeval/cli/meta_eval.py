@@ -173,14 +173,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     g.add_argument("--all-configs", action="store_true", help="every configuration on every benchmark")
     g.add_argument(
-        "--batch-size", type=int, default=None, help="rows per DiffScore forward pass (never changes a score)"
+        "--batch-size",
+        type=int,
+        default=None,
+        help="rows per DiffScore forward pass; in the DiffScore run signature (it can move a score's last float "
+        "bits), never changed by the number of ranks or a resume",
     )
     g.add_argument(
         "--max-tokens",
         type=int,
         default=None,
-        help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; never changes a "
-        "score)",
+        help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; in the run "
+        "signature, as --batch-size)",
     )
     f = p.add_argument_group("DiffScore-FT (a LoRA adapter trained outside the evaluated benchmark)")
     f.add_argument(
@@ -304,7 +308,7 @@ def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
     from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
-    from dlmeval.store.db import check_writable_store
+    from dlmeval.store.access import check_writable_store
 
     opts = _options(args)
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])

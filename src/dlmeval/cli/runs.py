@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
-    from dlmeval.store.db import resolve_store_path
+    from dlmeval.store.access import resolve_store_path
 
     path = resolve_store_path(store_arg)
     runs: list[dict[str, Any]] = []

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
 from dlmeval.errors import InputError
-from dlmeval.parallel import current
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -141,6 +140,7 @@ def _read_prompts(args) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from dlmeval.models.registry import load_diffusion
+    from dlmeval.protocols.sample import sample_prompts
     from dlmeval.sampling import RemaskingSampler, SamplerConfig
     from dlmeval.store.signature import Signature
 
@@ -176,27 +176,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
         width = max(len(sampler.encode_prompt(p)) for p in prompts) + args.length
         batch_size = max(1, min(batch_size, args.max_tokens // width))
-    # data parallel (torchrun): each rank samples its share; every sample is seeded by its item id, so the
-    # gathered samples are the ones a single process draws
-    par = current()
-    mine = par.share(list(range(len(items))))
-    res = None
-    if mine:
-        res = sampler.sample(
-            [prompts[items[j][0]] for j in mine], item_ids=[item_ids[j] for j in mine], batch_size=batch_size
-        )
-    parts = par.all_gather(
-        {
-            "rows": mine,
-            "records": res.records() if res else [],
-            "nfe": [int(v) for v in res.nfe] if res else [],
-        }
-    )
-    config = par.broadcast(res.config if res else None)
-    nfe_predicted = par.broadcast(res.nfe_predicted if res else None)
-    by_row = {j: (r, v) for p in parts for j, r, v in zip(p["rows"], p["records"], p["nfe"], strict=True)}
-    records = [by_row[j][0] for j in range(len(items))]
-    nfe_all = [by_row[j][1] for j in range(len(items))]
+    # data parallel (torchrun): each rank samples its share of the batches one process forms (protocols.sample)
+    got = sample_prompts(sampler, [prompts[i] for i, _ in items], item_ids, batch_size=batch_size)
+    records, config, nfe_predicted = got.records, got.config, got.nfe_predicted
+    nfe_all = [r["nfe"] for r in records]
     sig = Signature.create("sample", config, [model], seed=cfg.seed)
     for rec, (i, _) in zip(records, items):
         rec["prompt"] = prompts[i]

@@ -105,9 +105,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tokens", action="store_true", help="also compute token-level scores (in --json/--output)"
     )
     p.add_argument(
-        "--batch-size", type=int, default=None, help="rows per forward pass (never changes a score)"
+        "--batch-size",
+        type=int,
+        default=None,
+        help="rows per forward pass; part of the run signature: it can change a score's last bits (float "
+        "rounding, below 1e-6 on the CPU), never with the number of ranks or a resume",
     )
-    p.add_argument("--max-tokens", type=int, default=None, help="padded tokens per forward pass")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="padded tokens per forward pass (part of the run signature, as --batch-size)",
+    )
     p.add_argument("--output", "-o", default=None, help="write the per-item table to a .csv or .jsonl file")
     p.add_argument("--no-store", action="store_true", help="do not record the run in the run store")
     p.add_argument("--rows", type=int, default=ROWS, help=f"items to print (default {ROWS})")
@@ -174,6 +183,7 @@ def _check_settings(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlmeval.models import load_diffusion
+    from dlmeval.protocols.score import open_run, score_run
     from dlmeval.scoring import DiffScorer, resolve_config
 
     # everything is checked before the model loads and before the run store is opened (or created): a bad input
@@ -186,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
             "drop --no-store (or run in one process)"
         )
     if not args.no_store:
-        from dlmeval.store.db import check_writable_store, resolve_store_path
+        from dlmeval.store.access import check_writable_store, resolve_store_path
 
         # only rank 0 opens the store (the other ranks of a distributed job write journals beside it)
         store_path = (
@@ -228,17 +238,14 @@ def run(args: argparse.Namespace) -> int:
         from dlmeval.parallel import open_store
 
         store = open_store(store_path)
-        run_obj = scorer.open_run(store, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
+        run_obj = open_run(store, scorer, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
     try:
-        df = scorer.score(
-            cands,
-            use_srcs,
-            config=cfg,
-            item_ids=ids,
-            token_scores=args.tokens,
-            run=run_obj,
-        )
-        if run_obj is not None:
+        if run_obj is None:
+            df = scorer.score(cands, use_srcs, config=cfg, item_ids=ids, token_scores=args.tokens)
+        else:
+            df = score_run(
+                scorer, run_obj, cands, use_srcs, config=cfg, item_ids=ids, token_scores=args.tokens
+            )
             run_obj.finish()
     finally:
         if store is not None:

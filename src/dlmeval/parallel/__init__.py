@@ -1,15 +1,18 @@
 """Data-parallel runs under ``torchrun`` / ``accelerate launch`` / ``srun``: every protocol, the same numbers.
 
->>> par = init_from_env()                      # RANK / WORLD_SIZE / LOCAL_RANK from the launcher; (0, 1) otherwise
->>> store = open_store(path)                   # SQLite on rank 0, a RankStore elsewhere
->>> run = store.open_run(kind, config, models, seed)   # collective: same signature on every rank, or an error
->>> for key in share_pending(run, keys):       # this rank's share of what is not done yet
-...     run.put(key, compute(key))
->>> sync(run)                                  # collective: every rank's results on every rank and in rank 0's store
->>> if par.is_main: write_tables(run.results())
+Under a launcher (not run here)::
 
-Every result is keyed by item and every draw seeded by (run seed, item id), so the union of the ranks' results
-equals a one-process run, whatever the world size. See docs/scaling.md.
+    par = init_from_env()                      # RANK / WORLD_SIZE / LOCAL_RANK from the launcher; (0, 1) otherwise
+    store = open_store(path)                   # SQLite on rank 0, a RankStore elsewhere
+    run = store.open_run(kind, config, models, seed)   # collective: same signature on every rank, or an error
+    work_loop(run, fixed_chunks(items, keys, size), compute)   # pending chunks shared, written, synced
+    if par.is_main:
+        write_tables(run.results())
+
+:func:`~dlmeval.parallel.work.work_loop` is the one loop every protocol runs (pending chunks, this rank's share,
+one write per chunk, the sync, the job-wide progress bar). Chunks have a fixed composition and every draw is seeded
+by (run seed, item id), so the union of the ranks' results equals a one-process run, whatever the world size.
+See docs/scaling.md.
 """
 
 from dlmeval.parallel.context import (
@@ -35,8 +38,13 @@ from dlmeval.parallel.store import (
     sync,
     synced,
 )
+from dlmeval.parallel.work import Chunk, WorkDone, fixed_chunks, work_loop
 
 __all__ = [
+    "Chunk",
+    "WorkDone",
+    "fixed_chunks",
+    "work_loop",
     "MainRun",
     "MirrorRun",
     "ParallelContext",

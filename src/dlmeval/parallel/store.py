@@ -35,7 +35,8 @@ from typing import Any
 
 from dlmeval.parallel.context import ParallelContext, ParallelError, current
 from dlmeval.store import jsonsafe
-from dlmeval.store.db import Run, RunStore, natural_key, resolve_store_path
+from dlmeval.store.access import resolve_store_path
+from dlmeval.store.db import Run, RunStore, natural_key
 from dlmeval.store.signature import Signature
 
 RANK_DIR_ENV = "DLMEVAL_RANK_DIR"

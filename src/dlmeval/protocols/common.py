@@ -1,4 +1,4 @@
-"""Helpers the protocols share (Care, robustness): fixed chunks of a work list, freeing CUDA memory between
+"""Helpers the protocols share (Care, robustness): freeing CUDA memory between
 models, a mean that is NaN over nothing, the stop-string cut, ARC-Challenge by conditional DiffScore, and writing / reading a run's tables."""
 
 from __future__ import annotations
@@ -11,15 +11,6 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
-
-
-def chunks(items: Sequence, size: int) -> list[list]:
-    """Fixed consecutive slices of ``size`` items (the last one shorter): a resumed run forwards exactly the
-    batches an uninterrupted one would."""
-    if size < 1:
-        raise InputError(f"chunk size must be at least 1, got {size}")
-    items = list(items)
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def empty_cuda() -> None:
@@ -115,7 +106,6 @@ def load_tables(store, run_id: str, order: Sequence[str]) -> dict[str, pd.DataFr
 
 
 __all__ = [
-    "chunks",
     "cut_at",
     "diffscore_choice_scores",
     "empty_cuda",

@@ -177,13 +177,11 @@ def _arr(x, name: str) -> np.ndarray:
 
 
 def _corr(method: str, x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson / Spearman / Kendall tau-b through :mod:`dlmeval.stats`; NaN when either side is constant."""
-    from dlmeval.stats import kendall_tau, pearson, spearman
+    """Pearson / Spearman / Kendall tau-b (:func:`dlmeval.stats.correlation.correlation`); NaN for a constant
+    side."""
+    from dlmeval.stats.correlation import correlation
 
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    f = {"pearson": pearson, "spearman": spearman, "kendall": kendall_tau}[method]
-    return float(f(x, y).r)
+    return correlation(method, x, y)
 
 
 _METHOD = {
@@ -362,16 +360,10 @@ class _Resampler:
 
 
 def _fast_corr(method: str, x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson / Spearman (Pearson of average ranks, as scipy) / Kendall tau-b; NaN for a constant side."""
-    from scipy import stats as sps
+    """:func:`_corr` by :func:`numpy.corrcoef` for the bootstrap's resamples."""
+    from dlmeval.stats.correlation import correlation
 
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    if method == "kendall":
-        return float(sps.kendalltau(x, y).statistic)
-    if method == "spearman":
-        x, y = sps.rankdata(x), sps.rankdata(y)
-    return float(np.corrcoef(x, y)[0, 1])
+    return correlation(method, x, y, fast=True)
 
 
 def protocol_ci(

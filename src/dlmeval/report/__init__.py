@@ -1,10 +1,13 @@
 """Reports people look at: a self-contained HTML report and the Care leaderboard, built from the run store.
 
->>> from dlmeval.report import build_report, write_leaderboard
->>> build_report(RunStore(), None, "report.html")                   # every run in the store
->>> write_leaderboard(RunStore(), "leaderboard")                     # .html, .md and .csv
->>> from dlmeval.report import figures                               # the figures, for notebooks
->>> figures.interaction_plot(run.get_table("mauve_temperature"))     # a matplotlib Figure
+Usage (not run here: it reads the user's store and writes files)::
+
+    from dlmeval.report import build_report, write_leaderboard
+    build_report(RunStore(), None, "report.html")                   # every run in the store
+    write_leaderboard(RunStore(), "leaderboard")                     # .html, .md and .csv
+    from dlmeval.report import figures                               # the figures, for notebooks
+    figures.interaction_plot(run.get_table("mauve_temperature"))     # a matplotlib Figure
+
 
 Sections are registered renderers keyed by (run kind, table name): see :mod:`dlmeval.report.registry` and
 ``docs/report.md`` for the tables and columns each one reads.

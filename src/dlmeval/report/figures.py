@@ -1,10 +1,13 @@
 """The report's figures as functions of stored tables: each takes DataFrames (as ``run.get_table(name)`` returns
 them) and returns a :class:`matplotlib.figure.Figure`, for notebooks as well as for the HTML report.
 
->>> from dlmeval.store import RunStore
->>> from dlmeval.report import figures
->>> run = RunStore().get_run("3f2a")
->>> figures.interaction_plot(run.get_table("mauve_temperature"), steps=16)      # a Figure; .savefig(...)
+Usage (not run here: it reads a stored run)::
+
+    from dlmeval.store import RunStore
+    from dlmeval.report import figures
+    run = RunStore().get_run("3f2a")
+    figures.interaction_plot(run.get_table("mauve_temperature"), steps=16)      # a Figure; .savefig(...)
+
 
 Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot state, safe in threads and servers).
 Every function raises :class:`dlmeval.errors.InputError` when its table lacks a column it needs or has no rows.

@@ -1,8 +1,11 @@
 """The HTML report: one self-contained file (inline CSS, figures as inline SVG, no script, no external resource)
 built from the run store.
 
->>> from dlmeval.report import build_report
->>> build_report(RunStore("runs.sqlite"), None, "report.html")     # every run; or a list of run ids / prefixes
+Usage (not run here: it writes a file)::
+
+    from dlmeval.report import build_report
+    build_report(RunStore("runs.sqlite"), None, "report.html")     # every run; or a list of run ids / prefixes
+
 
 Layout: the run signatures first, then one part per pillar (scoring, sampling, robustness, other runs), one block
 per run with its signature, and in it one section per registered renderer whose table the run stored

@@ -2,9 +2,12 @@
 (``high_entropy``) at the headline configuration, the interaction gap, PPL, actual NFE and downstream scores, one
 row per (Care run, prefix source), each with the signature of the run it comes from.
 
->>> from dlmeval.report.leaderboard import leaderboard_frame, write_leaderboard
->>> df = leaderboard_frame(RunStore())
->>> write_leaderboard(RunStore(), "leaderboard", formats=("html", "md", "csv"))
+Usage (not run here: it reads the user's store and writes files)::
+
+    from dlmeval.report.leaderboard import leaderboard_frame, write_leaderboard
+    df = leaderboard_frame(RunStore())
+    write_leaderboard(RunStore(), "leaderboard", formats=("html", "md", "csv"))
+
 
 Rows come from the ``leaderboard`` and ``nfe`` tables of ``care`` runs (one model each); a ``care-sweep`` run adds
 rows only for models no ``care`` run of the same spec provides. Rows are ranked by the baseline's MAUVE (higher is

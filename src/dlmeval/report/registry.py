@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dlmeval.registry import Registry
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -149,7 +151,7 @@ def results_with_prefix(run, prefix: str = "") -> dict[str, dict[str, Any]]:
     return {k: jsonsafe.loads(v) for k, v in rows}
 
 
-REGISTRY: list[Renderer] = []
+REGISTRY: Registry[Renderer] = Registry("report section")
 
 
 def register(
@@ -167,7 +169,7 @@ def register(
     description: str = "",
     expected_from: str = "",
 ) -> Callable[[Callable[[Context], Section]], Callable[[Context], Section]]:
-    """Decorator: add ``fn`` to :data:`REGISTRY` (re-registering a key replaces it, so a module reload is safe)."""
+    """Decorator: add ``fn`` to :data:`REGISTRY` under ``key`` (a key taken by another section is refused)."""
 
     def deco(fn: Callable[[Context], Section]) -> Callable[[Context], Section]:
         r = Renderer(
@@ -186,12 +188,7 @@ def register(
             order=len(REGISTRY),
             expected_from=expected_from,
         )
-        for i, old in enumerate(REGISTRY):
-            if old.key == key:
-                REGISTRY[i] = Renderer(**{**r.__dict__, "order": old.order})
-                break
-        else:
-            REGISTRY.append(r)
+        REGISTRY.add(key, r)
         return fn
 
     return deco
@@ -200,7 +197,7 @@ def register(
 def renderers(kind: str | None = None) -> list[Renderer]:
     """Registered renderers (of one run kind), in registration order."""
     _load()
-    return [r for r in REGISTRY if kind is None or kind in r.kinds]
+    return [r for r in REGISTRY.values() if kind is None or kind in r.kinds]
 
 
 def _load() -> None:

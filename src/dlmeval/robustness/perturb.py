@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 from dlmeval.seeding import numpy_rng
 
 CHAR_RATES = (0.05, 0.10, 0.20, 0.30)
@@ -259,6 +260,66 @@ def _match_case(template: str, word: str) -> str:
 Plan = tuple[list[tuple[int, int, str]], int, int]
 
 
+@dataclass(frozen=True)
+class PerturbationType:
+    """A registered perturbation type: ``fn(text, rate, rng, params) -> (replacements, eligible, changed)``."""
+
+    level: str
+    name: str
+    rates: tuple[float, ...]
+    fn: Callable[[str, float, np.random.Generator, dict], Plan]
+    description: str
+    eligible: str
+    default_params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def type_key(self) -> str:
+        return f"{self.level}.{self.name}"
+
+
+#: every perturbation type by its key (``char.keyboard``), in registration order (``types = "all"``)
+PERTURBATIONS: Registry[PerturbationType] = Registry("perturbation type")
+TYPES = PERTURBATIONS  # the former name
+
+
+def register_perturbation(
+    level: str,
+    name: str,
+    *,
+    rates: Sequence[float],
+    description: str,
+    eligible: str,
+    params: Sequence[tuple[str, Any]] = (),
+) -> Callable[[Callable[..., Plan]], Callable[..., Plan]]:
+    """Decorator: register ``fn(text, rate, rng, params) -> (replacements, eligible, changed)`` as the type
+    ``level.name`` (``replacements``: ``(start, end, new text)`` spans of ``text``; ``rng``: the item's generator;
+    ``params``: ``dict(default_params)`` updated with the condition's own). A duplicate key is refused.
+
+    >>> @register_perturbation("char", "upper", rates=(0.1,), description="upper-case a letter", eligible="letters")
+    ... def _upper(text, rate, rng, params):
+    ...     elig = [i for i, c in enumerate(text) if c.islower()]
+    ...     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    ...     return [(i, i + 1, text[i].upper()) for i in chosen], len(elig), len(chosen)
+    >>> Perturbation("upper", "char", 0.5).apply("abcd", seed=0, item_id="x")
+    'aBcD'
+    >>> PERTURBATIONS.remove("char.upper")
+    """
+
+    def deco(fn: Callable[..., Plan]) -> Callable[..., Plan]:
+        t = PerturbationType(level, name, tuple(rates), fn, description, eligible, tuple(params))
+        PERTURBATIONS.add(t.type_key, t)
+        return fn
+
+    return deco
+
+
+@register_perturbation(
+    "char",
+    "transposition",
+    rates=CHAR_RATES,
+    description="swap two adjacent letters inside a word (teh)",
+    eligible="letters followed by a different letter in the same word",
+)
 def _transposition(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     sites = [
         i
@@ -285,12 +346,22 @@ def _letters(text: str) -> list[int]:
     return [i for i, c in enumerate(text) if c.isalpha()]
 
 
+@register_perturbation(
+    "char", "deletion", rates=CHAR_RATES, description="delete a letter (apital)", eligible="letters"
+)
 def _deletion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = _letters(text)
     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
     return [(i, i + 1, "") for i in chosen], len(elig), len(chosen)
 
 
+@register_perturbation(
+    "char",
+    "insertion",
+    rates=CHAR_RATES,
+    description="insert a random a-z letter after a letter",
+    eligible="letters",
+)
 def _insertion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = _letters(text)
     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
@@ -298,6 +369,13 @@ def _insertion(text: str, rate: float, rng: np.random.Generator, params: dict) -
     return repl, len(elig), len(repl)
 
 
+@register_perturbation(
+    "char",
+    "keyboard",
+    rates=CHAR_RATES,
+    description="replace a letter by a QWERTY neighbour (capiral)",
+    eligible="ASCII letters",
+)
 def _keyboard(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = [i for i, c in enumerate(text) if c.lower() in KEYBOARD_NEIGHBOURS and c.isascii()]
     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
@@ -310,6 +388,13 @@ def _keyboard(text: str, rate: float, rng: np.random.Generator, params: dict) ->
     return repl, len(elig), len(repl)
 
 
+@register_perturbation(
+    "char",
+    "homoglyph",
+    rates=CHAR_RATES,
+    description="replace a letter by a Cyrillic/Greek look-alike (Cyrillic a for a)",
+    eligible="letters with a listed look-alike",
+)
 def _homoglyph(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = [i for i, c in enumerate(text) if c in HOMOGLYPHS]
     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
@@ -320,6 +405,13 @@ def _homoglyph(text: str, rate: float, rng: np.random.Generator, params: dict) -
     return repl, len(elig), len(repl)
 
 
+@register_perturbation(
+    "word",
+    "deletion",
+    rates=WORD_RATES,
+    description="delete a content word (What is the of France?)",
+    eligible="content words (letters only, not a stopword)",
+)
 def _word_deletion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     spans = [s for s in words(text) if is_content_word(text[s[0] : s[1]])]
     chosen = _choose(list(range(len(spans))), _count(rate, len(spans), rng), rng)
@@ -336,6 +428,14 @@ def _word_deletion(text: str, rate: float, rng: np.random.Generator, params: dic
     return repl, len(spans), len(repl)
 
 
+@register_perturbation(
+    "word",
+    "shuffle",
+    rates=WORD_RATES,
+    description="permute words inside windows of 3 consecutive words",
+    eligible="words",
+    params=(("window", SHUFFLE_WINDOW),),
+)
 def _shuffle(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     window = int(params.get("window", SHUFFLE_WINDOW))
     spans = words(text)
@@ -369,6 +469,13 @@ def _shuffle(text: str, rate: float, rng: np.random.Generator, params: dict) -> 
     return repl, len(spans), len(repl)
 
 
+@register_perturbation(
+    "word",
+    "synonym",
+    rates=WORD_RATES,
+    description="replace a content word by a WordNet synonym",
+    eligible="content words with a WordNet synonym",
+)
 def _synonym(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     from dlmeval.robustness.wordnet import load_wordnet, synonyms
 
@@ -390,92 +497,14 @@ def _synonym(text: str, rate: float, rng: np.random.Generator, params: dict) -> 
     return repl, len(spans), len(repl)
 
 
+@register_perturbation(
+    "word", "repetition", rates=WORD_RATES, description="repeat a word (the the)", eligible="words"
+)
 def _repetition(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     spans = words(text)
     chosen = _choose(list(range(len(spans))), _count(rate, len(spans), rng), rng)
     repl = [(spans[k][1], spans[k][1], " " + text[spans[k][0] : spans[k][1]]) for k in chosen]
     return repl, len(spans), len(repl)
-
-
-@dataclass(frozen=True)
-class PerturbationType:
-    level: str
-    name: str
-    rates: tuple[float, ...]
-    fn: Callable[[str, float, np.random.Generator, dict], Plan]
-    description: str
-    eligible: str
-    default_params: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def type_key(self) -> str:
-        return f"{self.level}.{self.name}"
-
-
-TYPES: dict[str, PerturbationType] = {
-    t.type_key: t
-    for t in (
-        PerturbationType(
-            "char",
-            "transposition",
-            CHAR_RATES,
-            _transposition,
-            "swap two adjacent letters inside a word (teh)",
-            "letters followed by a different letter in the same word",
-        ),
-        PerturbationType("char", "deletion", CHAR_RATES, _deletion, "delete a letter (apital)", "letters"),
-        PerturbationType(
-            "char",
-            "insertion",
-            CHAR_RATES,
-            _insertion,
-            "insert a random a-z letter after a letter",
-            "letters",
-        ),
-        PerturbationType(
-            "char",
-            "keyboard",
-            CHAR_RATES,
-            _keyboard,
-            "replace a letter by a QWERTY neighbour (capiral)",
-            "ASCII letters",
-        ),
-        PerturbationType(
-            "char",
-            "homoglyph",
-            CHAR_RATES,
-            _homoglyph,
-            "replace a letter by a Cyrillic/Greek look-alike (Cyrillic a for a)",
-            "letters with a listed look-alike",
-        ),
-        PerturbationType(
-            "word",
-            "deletion",
-            WORD_RATES,
-            _word_deletion,
-            "delete a content word (What is the of France?)",
-            "content words (letters only, not a stopword)",
-        ),
-        PerturbationType(
-            "word",
-            "shuffle",
-            WORD_RATES,
-            _shuffle,
-            "permute words inside windows of 3 consecutive words",
-            "words",
-            (("window", SHUFFLE_WINDOW),),
-        ),
-        PerturbationType(
-            "word",
-            "synonym",
-            WORD_RATES,
-            _synonym,
-            "replace a content word by a WordNet synonym",
-            "content words with a WordNet synonym",
-        ),
-        PerturbationType("word", "repetition", WORD_RATES, _repetition, "repeat a word (the the)", "words"),
-    )
-}
 
 
 def resolve_type(name: str) -> PerturbationType:
@@ -506,15 +535,14 @@ class Perturbation:
     params: tuple[tuple[str, Any], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        t = TYPES.get(f"{self.level}.{self.name}")
-        if t is None:
+        if f"{self.level}.{self.name}" not in TYPES:
             raise InputError(
                 f"unknown perturbation {self.level}.{self.name}; known types: {', '.join(TYPES)}"
             )
         if isinstance(self.rate, bool) or not isinstance(self.rate, int | float) or not 0 <= self.rate <= 1:
             raise InputError(f"perturbation rate must be a number in [0, 1], got {self.rate!r}")
         object.__setattr__(self, "rate", float(self.rate))
-        params = dict(t.default_params)
+        params = dict(TYPES[f"{self.level}.{self.name}"].default_params)
         params.update(dict(self.params))
         if "window" in params and (not isinstance(params["window"], int) or params["window"] < 2):
             raise InputError(f"shuffle window must be an integer >= 2, got {params['window']!r}")

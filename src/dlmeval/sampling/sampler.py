@@ -37,9 +37,11 @@ Prompt = str | Sequence[int] | torch.Tensor
 class RemaskingSampler:
     """Masked diffusion sampling with a remasking strategy, over any :class:`DiffusionLM`.
 
-    >>> sampler = RemaskingSampler(model, SamplerConfig(length=64, steps=64, strategy="low_confidence"))
-    >>> res = sampler.sample(["The river", "A king"], item_ids=["a", "b"])
-    >>> res.texts, res.nfe, res.history.churn()["stable_cells"]
+    >>> from dlmeval.models import tiny_model
+    >>> sampler = RemaskingSampler(tiny_model("llada"), SamplerConfig(length=8, steps=8, strategy="low_confidence"))
+    >>> res = sampler.sample(["the river", "a king"], item_ids=["a", "b"])
+    >>> len(res.texts), res.nfe.tolist()                 # re-masked tokens are decoded again: real passes counted
+    (2, [15, 15])
 
     ``SamplerConfig(nfe=N, steps=None)`` is the compute-matched mode: the nominal steps are chosen so that the
     strategy spends ``N`` forward passes per row (see :func:`~dlmeval.sampling.config.steps_for_nfe`);
@@ -161,14 +163,25 @@ class RemaskingSampler:
                 raise InputError(f"{len(iids)} item ids for {len(ids)} prompts; give one id per prompt")
             if len(set(iids)) != len(iids):
                 raise InputError("item ids must be unique: each one seeds its own row's generator")
-        if batch_size is not None and batch_size < 1:
-            raise InputError(f"batch_size must be >= 1, got {batch_size}")
-        if batch_size is None or batch_size >= len(ids):
+        batches = self.batches([len(x) for x in ids], batch_size)
+        if len(batches) == 1:
             return self._sample_batch(ids, iids)
         parts = []
-        for idx in length_sorted_batches([len(x) for x in ids], batch_size=batch_size):
+        for idx in batches:
             parts.append((idx, self._sample_batch([ids[i] for i in idx], [iids[i] for i in idx])))
         return SampleResult.merge(parts, len(ids))
+
+    @staticmethod
+    def batches(lengths: Sequence[int], batch_size: int | None) -> list[list[int]]:
+        """The batches :meth:`sample` cuts ``len(lengths)`` prompts into (prompt token counts ``lengths``): all of
+        them in input order when they fit one batch, else length-sorted batches of ``batch_size``. The rule reads
+        only the prompts and ``batch_size``, so a data-parallel run that shares these batches among its ranks
+        forwards exactly the batches of one process."""
+        if batch_size is not None and batch_size < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size is None or batch_size >= len(lengths):
+            return [list(range(len(lengths)))]
+        return list(length_sorted_batches(list(lengths), batch_size=batch_size))
 
     # ------------------------------------------------------------------ one batch
     @torch.no_grad()

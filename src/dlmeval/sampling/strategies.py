@@ -74,14 +74,14 @@ from typing import ClassVar
 
 import torch
 
-from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 from dlmeval.sampling.fields import FIELDS
 
-STRATEGIES: dict[str, type[Strategy]] = {}
+STRATEGIES: Registry[type[Strategy]] = Registry("strategy")
 
 
 def register_strategy(cls: type[Strategy]) -> type[Strategy]:
-    """Class decorator: make a strategy available by its ``name``."""
+    """Class decorator: make a strategy available by its ``name`` (a name taken by another class is refused)."""
     if not getattr(cls, "name", None):
         raise TypeError(f"{cls.__name__} needs a class attribute `name`")
     unknown = (set(cls.needs) | set(cls.remask_needs)) - set(FIELDS)
@@ -89,14 +89,11 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
         raise TypeError(
             f"{cls.__name__}.needs lists unknown fields {sorted(unknown)}; known: {', '.join(FIELDS)}"
         )
-    STRATEGIES[cls.name] = cls
-    return cls
+    return STRATEGIES.add(cls.name, cls)
 
 
 def get_strategy(name: str, *, remask_fraction: float = 0.15) -> Strategy:
-    if name not in STRATEGIES:
-        raise InputError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    return STRATEGIES[name](remask_fraction=remask_fraction)
+    return STRATEGIES.get(name)(remask_fraction=remask_fraction)
 
 
 class StepView:

@@ -3,14 +3,18 @@
 API summary (stable; for meta-evaluation, baselines, analyses and DiffScore-FT)
 ------------------------------------------------------------------------------
 
->>> from dlmeval.models import load_diffusion
+>>> from dlmeval.models import tiny_model
 >>> from dlmeval.scoring import DiffScorer
->>> model = load_diffusion("default")                     # any DiffusionLM (tiny_model("bert") in tests)
+>>> model = tiny_model("bert")                            # any DiffusionLM: load_diffusion("default"), ...
 >>> scorer = DiffScorer(model)                            # K=20 masks, T=10 rates, balanced masks, MLP weighting
 >>> scorer = DiffScorer.fast(model)                       # K=5, T=5
 >>> scorer = DiffScorer.paper(model)                      # the paper's estimator: K=20, T=10, Bernoulli masks, MLP
 >>> scorer = DiffScorer.from_preset(model, "paper-fast")  # presets: standard, fast, paper, paper-fast
->>> df = scorer.score(candidates, sources, config="cond", item_ids=None, token_scores=False, run=None)
+>>> df = scorer.score(["the cat sat"], ["a cat sat on the mat"], config="cond", token_scores=False)
+>>> int(df.loc[0, "n_tokens"]), int(df.loc[0, "n_masks"]), df.attrs["rates"]
+(3, 5, [0.2, 0.4, 0.6, 0.8, 1.0])
+
+A stored, resumable, data-parallel run of many texts: :func:`dlmeval.protocols.score.score_run`.
 
 ``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="balanced"|"independent"|"exact-count"|"pll",
 weighting="mlp"|"elbo"|"elbo_norm", seed=0, prompt=None, chat=None, batch_size=None, max_tokens=None,
@@ -37,13 +41,14 @@ settings alone (:mod:`dlmeval.scoring.spec`).
 Errors: a source-needing configuration without sources raises :class:`dlmeval.errors.InputError`; an empty
 candidate (or source, where it is masked or conditioned on) gives NaN with ``reason``, never an exception.
 
-Resumable runs: ``run = scorer.open_run(RunStore(path), config)`` then ``scorer.score(..., config=config,
-run=run)``: finished items are read back, new ones written as they complete, truncation warnings go to
-``run.warn``.
+Resumable, data-parallel runs: :mod:`dlmeval.protocols.score` (``run = open_run(store, scorer, config)`` then
+``score_run(scorer, run, candidates, sources, config=config)``): stored items are read back, pending canonical
+chunks computed and written one transaction each, truncation warnings go to ``run.warn``.
 
 Determinism: masks come from ``numpy_rng(seed, "diffscore-masks", key, side, scheme, K, T)`` where ``key`` is the
 item id when ``item_ids`` are given, else a hash of the masked text, so ``cond`` and ``marginal`` of one candidate
-share masks across calls and no score depends on batch size or order.
+share masks across calls. A score's last float bits can depend on the rows it shares a forward pass with (batch
+shape, padding): the same call gives the same bits, and a stored run fixes its calls (canonical chunks).
 
 Diagnostics (:mod:`dlmeval.scoring.diagnostics`): profile matrices, profile weights learned by k-fold CV on human
 scores, token tables and token heat maps.

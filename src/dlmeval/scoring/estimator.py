@@ -23,9 +23,11 @@ the same K, T and weighting with ``balanced`` masks, which have the same expecta
 
 Work is packed across items: every masked copy of every item is a row, rows are cut into length-sorted batches
 (:func:`dlmeval.models.length_sorted_batches`), identical masks of one item are computed once, and a source
-shared by many candidates is tokenized once. Every row is scored independently of its batch, and masks come from
-a generator seeded by (seed, item, masked side, scheme, K, T), so scores do not depend on batch size, item order
-or resumption.
+shared by many candidates is tokenized once. Masks come from a generator seeded by (seed, item, masked side,
+scheme, K, T), so which masks an item gets never depends on the call. A row's log-probabilities are computed
+independently of the other rows up to float rounding: the padded width and the batch shape can move the last
+bits (below 1e-6 on the CPU in float32, measured in ``benchmarks/bench_score_identity.py``). So the same call
+gives the same bits, and a stored run (:mod:`dlmeval.protocols.score`) fixes its calls by canonical chunks.
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ UNK_WARN_RATE = 0.2
 RUN_KIND = "diffscore"
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """The checked inputs of one :meth:`DiffScorer.score` call: the resolved configuration, the id of every input
+    row, the unique items ``(id, candidate, source, store key)`` and the index of each id among them."""
+
+    cfg: str
+    ids: list[str]
+    items: list[tuple[str, str, str | None, str]]
+    unique: dict[str, int]
+    user_ids: bool
+
+
 @dataclass
 class _Direction:
     """One direction (marginal / cond / reverse) of one unique item."""
@@ -102,10 +116,13 @@ def _as_texts(x: Any, what: str) -> list:
 class DiffScorer:
     """Score candidates (given sources) by masked reconstruction with a diffusion LM.
 
+    >>> from dlmeval.models import tiny_model
+    >>> model = tiny_model("bert")
     >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, balanced masks, MLP
     >>> scorer = DiffScorer.paper(model)                 # the paper's estimator (independent Bernoulli masks)
-    >>> df = scorer.score(["A cat sat."], sources=["The cat sat on the mat."], config="cond")
-    >>> df.loc[0, "score"], df.attrs["signature"]
+    >>> df = scorer.score(["the cat sat"], sources=["a cat sat on the mat"], config="cond")
+    >>> bool(df.loc[0, "score"] < 0), "kind:diffscore" in df.attrs["signature"]
+    (True, True)
 
     ``n_masks`` (K) and ``n_rates`` (T): :data:`PRESETS` ``standard`` (20, 10) and ``fast`` (5, 5, see
     :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper), ``exact-count`` or ``pll``
@@ -113,7 +130,7 @@ class DiffScorer:
     :meth:`paper` / :meth:`from_preset` / :meth:`from_spec` build a scorer from a preset. ``prompt``: a template with
     ``{source}`` or a name from :data:`dlmeval.scoring.configs.PROMPTS`; ``chat``: use the model's chat template
     (default: when it has one). ``batch_size`` / ``max_tokens`` bound the rows and the padded tokens of one forward
-    pass (they change a score only by float rounding).
+    pass (they change a score only by float rounding, below 1e-6 on the CPU; a stored run records them).
     """
 
     def __init__(
@@ -193,12 +210,6 @@ class DiffScorer:
 
         return Signature.create(RUN_KIND, self.run_config(config), [self.model.identity()], self.seed)
 
-    def open_run(self, store, config: str, command_line: str | None = None):
-        """Open (or reopen, to resume) the store run that :meth:`score` with ``run=`` writes into."""
-        return store.open_run(
-            RUN_KIND, self.run_config(config), [self.model.identity()], self.seed, command_line=command_line
-        )
-
     def validate(
         self,
         candidates: Sequence[str] | str,
@@ -209,11 +220,7 @@ class DiffScorer:
     ) -> None:
         """Every check :meth:`score` makes on its inputs, without scoring (InputError on the first problem): call
         it before opening a run, so bad inputs leave the store as it was."""
-        _, cands, srcs, ids, _ = self._inputs(candidates, sources, config, item_ids)
-        seen: dict[str, tuple[str, str | None]] = {}
-        for key, c, s in zip(ids, cands, srcs, strict=True):
-            if seen.setdefault(key, (c, s)) != (c, s):
-                raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
+        self.prepare(candidates, sources, config=config, item_ids=item_ids)
 
     def _inputs(self, candidates, sources, config, item_ids):
         cfg = resolve_config(config)
@@ -261,7 +268,6 @@ class DiffScorer:
         config: str = "cond",
         item_ids: Sequence[Any] | None = None,
         token_scores: bool = False,
-        run=None,
     ) -> pd.DataFrame:
         """Score every candidate; returns one row per input, in input order.
 
@@ -276,13 +282,28 @@ class DiffScorer:
 
         ``item_ids`` name the items (default: a hash of the texts); masks are seeded by the item id, or, without
         ids, by the text that is masked, so ``cond`` and ``marginal`` of one candidate share masks (PMI coupling)
-        even across calls. With ``run`` (a :class:`dlmeval.store.Run` from :meth:`open_run`), items already in the
-        run are read back instead of recomputed and new ones are written as they complete.
+        even across calls. The call is pure: texts in, frame out. The rows of all its items are packed into
+        length-sorted batches, and a row's last bits can depend on the rows it shares a forward pass with, so the
+        same call gives the same bits; a stored, resumable, data-parallel run (:mod:`dlmeval.protocols.score`)
+        cuts its items into canonical chunks and calls this once per chunk.
         """
+        prep = self.prepare(candidates, sources, config=config, item_ids=item_ids)
+        results = self.compute(prep, range(len(prep.items)), token_scores=token_scores)
+        self.report(prep.cfg, list(results.values()), log.warning)
+        return self.frame(prep, results)
+
+    def prepare(
+        self,
+        candidates: Sequence[str] | str,
+        sources: Sequence[str | None] | str | None = None,
+        *,
+        config: str = "cond",
+        item_ids: Sequence[Any] | None = None,
+    ) -> Prepared:
+        """The checked inputs of a call and its unique items (identical ids must carry identical texts). The store
+        key is the content: a user id is a label, so it is joined with a digest of the texts it names; the same id
+        with other texts (another system's outputs scored into the same store) is another item."""
         cfg, cands, srcs, ids, user_ids = self._inputs(candidates, sources, config, item_ids)
-        # unique items (identical ids must carry identical texts). The store key is the content: a user id is a
-        # label, so it is joined with a digest of the texts it names; the same id with other texts (another
-        # system's outputs scored into the same store) is another item, never a stored result read back.
         unique: dict[str, int] = {}
         uitems: list[tuple[str, str, str | None, str]] = []
         for i, key in enumerate(ids):
@@ -293,39 +314,27 @@ class DiffScorer:
                 uitems.append((key, cands[i], srcs[i], skey))
             elif uitems[j][1:3] != (cands[i], srcs[i]):
                 raise InputError(f"item id {key!r} is used for two different (candidate, source) pairs")
+        return Prepared(cfg, ids, uitems, unique, user_ids)
 
+    def compute(
+        self, prep: Prepared, items, *, token_scores: bool = False, progress: bool | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """``{j: result}`` of the unique items ``items`` (indices into ``prep.items``), their rows packed into
+        one set of length-sorted batches (``progress``: a bar over the rows; default the scorer's setting)."""
         results: dict[int, dict[str, Any]] = {}
-        if run is not None:
-            self._check_run(run, cfg)
-            done = run.done_keys()
-            for j, (_, _, _, skey) in enumerate(uitems):
-                if skey in done:
-                    r = run.get(skey)
-                    if not token_scores or any(k.startswith("token_logprob") for k in r):
-                        results[j] = r
-        todo = [j for j in range(len(uitems)) if j not in results]
-        par = None
-        if run is not None:  # the rule of every work loop (a plain run inside a distributed job is refused)
-            from dlmeval.parallel import run_context
+        todo = list(items)
+        if todo:
+            bar = self.progress if progress is None else progress
+            self._compute(prep.cfg, prep.items, todo, prep.user_ids, token_scores, results, bar)
+        return results
 
-            par = run_context(run)
-        if par is not None and par.distributed:
-            # data parallel: this rank scores its share of the pending items; after the sync every rank holds
-            # every item's result (the same values a single process computes: masks are seeded per item)
-            mine = par.share(todo)
-            if mine:
-                self._compute(cfg, uitems, mine, user_ids, token_scores, run, results)
-            run.sync()
-            for j in todo:
-                if j not in results:
-                    results[j] = run.get(uitems[j][3])
-        elif todo:
-            self._compute(cfg, uitems, todo, user_ids, token_scores, run, results)
-
+    def frame(self, prep: Prepared, results: dict[int, dict[str, Any]]) -> pd.DataFrame:
+        """The output frame of a call from the results of its unique items (see :meth:`score`)."""
+        cfg = prep.cfg
         sig_short, sig_dict = self._signature_info(cfg)
         rows = []
-        for key in ids:
-            r = dict(results[unique[key]])
+        for key in prep.ids:
+            r = dict(results[prep.unique[key]])
             rows.append({"item_id": key, "config": cfg, **r})
         df = pd.DataFrame(rows)
         for col in ("score", "se"):
@@ -339,6 +348,12 @@ class DiffScorer:
         df.attrs["rates"] = [] if self.spec.scheme == "pll" else [float(t) for t in self.rates]
         df.attrs["warnings"] = sorted({w for w in df["warning"].dropna()}) if "warning" in df else []
         return df
+
+    def report(self, cfg: str, new: list[dict[str, Any]], warn) -> None:
+        """One summary warning per kind of text problem and of truncation among the results ``new``, given to
+        ``warn`` (``log.warning``, or a run's ``warn``)."""
+        self._report_truncation(cfg, new, warn)
+        self._report_texts(cfg, new, warn)
 
     # ------------------------------------------------------------------ internals
     def _signature_info(self, cfg: str) -> tuple[str, dict]:
@@ -354,17 +369,6 @@ class DiffScorer:
                 "seed": self.seed,
             }
             return f"kind:{RUN_KIND}|model:{ident.name}@{ident.weights_sha256[:8]}|seed:{self.seed}", d
-
-    def _check_run(self, run, cfg: str) -> None:
-        """A run must have been opened for this scorer, model, seed and configuration (else results mix)."""
-        sig = getattr(run, "signature", None)
-        if sig is None or not hasattr(sig, "run_id"):
-            return
-        if sig.run_id != self.signature(cfg).run_id:
-            raise InputError(
-                f"run {sig.run_id} was opened for another configuration, model or seed "
-                f"({sig.config}); open it with DiffScorer.open_run(store, {cfg!r})"
-            )
 
     def _mask_seed_key(self, key: str, cand: str, src: str | None, side: str, user_ids: bool) -> str:
         if user_ids:
@@ -406,7 +410,7 @@ class DiffScorer:
                 dirs.append(_Direction(j, kind, layout, side, masks, reason=reason))
         return dirs
 
-    def _compute(self, cfg, uitems, todo, user_ids, token_scores, run, results) -> None:
+    def _compute(self, cfg, uitems, todo, user_ids, token_scores, results, progress) -> None:
         dirs = self._directions(cfg, uitems, todo, user_ids)
         # Rows: one masked copy each. Identical rows (same input, same hidden positions) are forwarded once,
         # within an item (the t=1 masks) and across items (repeated texts, e.g. replicates under other ids).
@@ -444,10 +448,10 @@ class DiffScorer:
         for d in dirs:
             by_item.setdefault(d.item, []).append(d)
         finished = [j for j in todo if left.get(j, 0) == 0]  # items with nothing to score (empty texts)
-        self._finish(cfg, finished, by_item, uitems, row_lp, token_scores, run, results)
+        self._finish(cfg, finished, by_item, uitems, row_lp, token_scores, results)
 
         self.rows_scored = len(row_seq)
-        with progress_bar("DiffScore", len(row_seq), enabled=self.progress) as bar:
+        with progress_bar("DiffScore", len(row_seq), enabled=progress) as bar:
             for batch in length_sorted_batches(
                 lengths, batch_size=self.batch_size, max_tokens=self.max_tokens
             ):
@@ -459,10 +463,8 @@ class DiffScorer:
                         left[it] -= 1
                         if left[it] == 0:
                             done_now.append(it)
-                self._finish(cfg, sorted(done_now), by_item, uitems, row_lp, token_scores, run, results)
+                self._finish(cfg, sorted(done_now), by_item, uitems, row_lp, token_scores, results)
                 bar.update(len(batch))
-        self._report_truncation(cfg, [results[j] for j in todo], run)
-        self._report_texts(cfg, [results[j] for j in todo], run)
 
     def _text_warnings(self, cfg: str, item: tuple, warning: str | None) -> str | None:
         """Item warnings about the texts themselves: literal special-token strings (tokenized as plain text) and
@@ -479,34 +481,26 @@ class DiffScorer:
                 out.append(f"{what}: {n_unk} of {n} tokens are unknown to the tokenizer")
         return "; ".join(out) or None
 
-    def _report_texts(self, cfg: str, new: list[dict[str, Any]], run) -> None:
-        """One summary warning per kind of text problem, in the log and (when given) in the run."""
+    def _report_texts(self, cfg: str, new: list[dict[str, Any]], warn) -> None:
+        """One summary warning per kind of text problem."""
         for what, needle in (
             ("special-token text (scored as plain text)", "special-token text"),
             (f"more than {UNK_WARN_RATE:.0%} unknown tokens", "unknown to the tokenizer"),
         ):
             n = sum(1 for r in new if r.get("warning") and needle in r["warning"])
             if n:
-                msg = f"{cfg}: {n} item(s) with {what} (see the 'warning' column)"
-                if run is not None:
-                    run.warn(msg)
-                else:
-                    log.warning(msg)
+                warn(f"{cfg}: {n} item(s) with {what} (see the 'warning' column)")
 
-    def _report_truncation(self, cfg: str, new: list[dict[str, Any]], run) -> None:
-        """One summary warning per kind of cut, in the log and (when given) in the run."""
+    def _report_truncation(self, cfg: str, new: list[dict[str, Any]], warn) -> None:
+        """One summary warning per kind of cut."""
         window = int(self.model.max_length)
         for what in ("source", "candidate"):
             n = sum(1 for r in new if r.get("warning") and f"{what} truncated" in r["warning"])
             if n:
-                msg = (
+                warn(
                     f"{cfg}: {n} {what}(s) truncated from the end to fit the model window of {window} tokens "
                     "(see the 'warning' column)"
                 )
-                if run is not None:
-                    run.warn(msg)
-                else:
-                    log.warning(msg)
 
     @torch.inference_mode()
     def _forward(self, seqs: list[tuple[int, ...]], positions: list[np.ndarray]) -> list[np.ndarray]:
@@ -529,10 +523,7 @@ class DiffScorer:
             s += len(p)
         return out
 
-    def _finish(self, cfg, items, by_item, uitems, row_lp, token_scores, run, results) -> None:
-        if not items:
-            return
-        new = []
+    def _finish(self, cfg, items, by_item, uitems, row_lp, token_scores, results) -> None:
         for j in items:
             for d in by_item[j]:
                 if d.masks is not None:
@@ -540,9 +531,6 @@ class DiffScorer:
             res = self._combine(cfg, by_item[j], token_scores)
             results[j] = res
             res["warning"] = self._text_warnings(cfg, uitems[j], res.get("warning"))
-            new.append((uitems[j][3], res))
-        if run is not None:
-            run.put_many(new)
 
     def _aggregate_direction(self, d: _Direction, row_lp) -> None:
         masks = d.masks

@@ -48,6 +48,36 @@ def pearson(x, y) -> Correlation:
     return Correlation(float(r.statistic), float(r.pvalue), int(a.size))
 
 
+METHODS = ("pearson", "spearman", "kendall")
+
+
+def correlation(method: str, x, y, *, fast: bool = False) -> float:
+    """The coefficient alone, for the meta-evaluation's many calls: ``method`` in :data:`METHODS` (Kendall:
+    tau-b), NaN with fewer than 2 pairs or a constant side. ``fast``: Pearson and Spearman by
+    :func:`numpy.corrcoef` (of average ranks for Spearman, as scipy does), for bootstrap resamples; equal to
+    scipy's up to float rounding.
+
+    >>> round(correlation("spearman", [1, 2, 3, 4], [1, 3, 2, 4]), 12)
+    0.8
+    >>> correlation("kendall", [1, 1, 1], [1, 2, 3])
+    nan
+    """
+    if method not in METHODS:
+        raise InputError(f"correlation method must be one of {', '.join(METHODS)}, got {method!r}")
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    if method == "kendall":
+        return float(sps.kendalltau(x, y).statistic)
+    if fast:
+        if method == "spearman":
+            x, y = sps.rankdata(x), sps.rankdata(y)
+        return float(np.corrcoef(x, y)[0, 1])
+    if method == "pearson":
+        return float(sps.pearsonr(x, y).statistic)
+    return float(sps.spearmanr(x, y).statistic)
+
+
 def darr_kendall_like(better_scores, worse_scores) -> float:
     """WMT DARR Kendall's-tau-like coefficient: ``(Concordant - Discordant) / (Concordant + Discordant)``.
 

@@ -69,13 +69,9 @@ class WilliamsComparison:
 
 
 def _corr(method: str, x: np.ndarray, y: np.ndarray) -> float:
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    if method == "pearson":
-        return float(sps.pearsonr(x, y).statistic)
-    if method == "spearman":
-        return float(sps.spearmanr(x, y).statistic)
-    return float(sps.kendalltau(x, y).statistic)
+    from dlmeval.stats.correlation import correlation
+
+    return correlation(method, x, y)
 
 
 def _williams(level: str, method: str, r12: float, r13: float, r23: float, n: int) -> WilliamsComparison:

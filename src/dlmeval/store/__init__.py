@@ -1,14 +1,19 @@
 """SQLite run store: run signatures, per-item results written transactionally, resume.
 
->>> store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
->>> run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
->>> for item in pending(run, shard(items, rank, world_size), key=lambda it: it.id):
-...     run.put(item.id, compute(item, derive_seed(0, item.id)))
->>> run.put_table("summary", df); run.finish()
->>> print(run.signature.short())
+A run's life (not run here: it opens the user's store)::
+
+    store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
+    run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
+    for item in pending(run, shard(items, rank, world_size), key=lambda it: it.id):
+        run.put(item.id, compute(item, derive_seed(0, item.id)))
+    run.put_table("summary", df); run.finish()
+    print(run.signature.short())
+
 """
 
-from dlmeval.store.db import Run, RunStore, frame_records, natural_key, resolve_store_path
+from dlmeval.store.access import resolve_store_path
+from dlmeval.store.db import Run, RunStore, natural_key
+from dlmeval.store.frames import frame_records
 from dlmeval.store.shard import pending, rank_and_world_size, shard
 from dlmeval.store.signature import Signature, library_versions
 

@@ -30,19 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from dlmeval.errors import InputError, StoreError
 from dlmeval.store import jsonsafe, lease
-from dlmeval.store.access import (  # noqa: F401  (re-exported: dlmeval.store.db was their home)
-    DEFAULT_FILENAME,
-    STORE_ENV,
-    check_writable_store,
-    resolve_store_path,
-    store_message,
-)
-from dlmeval.store.frames import (  # noqa: F401  (re-exported: dlmeval.store.db was their home)
-    _decode_frame,
-    _encode_frame,
-    frame_records,
-)
-from dlmeval.store.signature import Signature, library_versions
+from dlmeval.store.access import STORE_ENV, check_writable_store, resolve_store_path, store_message
+from dlmeval.store.frames import _decode_frame, _encode_frame
+from dlmeval.store.signature import Signature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -596,12 +586,4 @@ class Run:
         }
 
 
-__all__ = [
-    "RunStore",
-    "Run",
-    "check_writable_store",
-    "resolve_store_path",
-    "natural_key",
-    "frame_records",
-    "library_versions",
-]
+__all__ = ["RunStore", "Run", "natural_key"]

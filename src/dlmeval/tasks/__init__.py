@@ -38,6 +38,7 @@ Extractors: ``extract_gsm8k_answer(text)``, ``extract_choice(text, choices=None)
 """
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 from dlmeval.tasks.arc import (
     ARC_CHALLENGE,
     ARC_LIKELIHOOD_TEMPLATE,
@@ -67,33 +68,28 @@ from dlmeval.tasks.choice import BBH, BBH_TASK, HELLASWAG, HellaSwag
 from dlmeval.tasks.gsm8k import GSM8K, GSM8K_TASK, GSM8K_TEMPLATE, extract_gsm8k_answer
 from dlmeval.tasks.triviaqa import TRIVIAQA, TRIVIAQA_TEMPLATE, TriviaQA, alias_match, normalize_answer
 
-TASKS: dict[str, Task] = {t.name: t for t in (TRIVIAQA, GSM8K_TASK, ARC_CHALLENGE, HELLASWAG, BBH_TASK)}
-_ALIASES = {
-    "arc": "arc_challenge",
-    "arc-challenge": "arc_challenge",
-    "trivia": "triviaqa",
-    "trivia_qa": "triviaqa",
-}
+TASKS: Registry[Task] = Registry("task")
 
 
 def register_task(task: Task, *aliases: str) -> Task:
     """Make ``task`` (an instance of a :class:`Task` subclass) available by its ``name`` (and ``aliases``) to
-    :func:`get_task` and so to the protocols' specs; returns it."""
+    :func:`get_task` and so to the protocols' specs; returns it. A name taken by another task is refused."""
     if not isinstance(task, Task) or not getattr(task, "name", None):
         raise TypeError("register_task takes a Task instance with a name")
     if task.name in TASKS and TASKS[task.name] is not task:
         raise InputError(f"a task named {task.name!r} is registered already")
-    TASKS[task.name] = task
-    for a in aliases:
-        _ALIASES[a.lower()] = task.name
-    return task
+    return TASKS.add(task.name, task, aliases=aliases)
+
+
+register_task(TRIVIAQA, "trivia", "trivia_qa")
+register_task(GSM8K_TASK)
+register_task(ARC_CHALLENGE, "arc", "arc-challenge")
+register_task(HELLASWAG)
+register_task(BBH_TASK)
 
 
 def get_task(name: str) -> Task:
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key not in TASKS:
-        raise InputError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
-    return TASKS[key]
+    return TASKS.get(name)
 
 
 __all__ = [

@@ -1,9 +1,12 @@
 """The Care protocol (compute-aware remasking evaluation): a sweep spec in, stored generations and tables out.
 
->>> from dlmeval.protocols.care import load_spec, run_care
->>> from dlmeval.store import RunStore
->>> result = run_care(load_spec("care-demo"), RunStore("runs.sqlite"), out_dir="care-out")
->>> result.tables["headline"]
+Usage (not run here: the demo spec takes minutes)::
+
+    from dlmeval.protocols.care import load_spec, run_care
+    from dlmeval.store import RunStore
+    result = run_care(load_spec("care-demo"), RunStore("runs.sqlite"), out_dir="care-out")
+    result.tables["headline"]
+
 
 What it does, per diffusion model of the spec (one store run each, kind ``care``; the run's config is the spec
 minus the other models, so adding a model later leaves the finished runs as they are):

@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dlmeval.protocols.common import chunks
-
 Warn = Callable[[str], None]
 
 
@@ -53,7 +51,7 @@ def run_units(
     shared among the ranks; then every pending summary, shared likewise (a summary reads all its unit's items,
     which every rank holds after the sync). Records never depend on the phase order or on which rank computed
     them. Units sharing a summary key (a cell provably identical to an earlier one) are computed once."""
-    from dlmeval.parallel import job_progress, run_context, sync
+    from dlmeval.parallel import Chunk, fixed_chunks, run_context, work_loop
 
     par = run_context(run)
     done = run.done_keys()
@@ -62,34 +60,31 @@ def run_units(
         first.setdefault(u.key, u)
     pending = [u for u in first.values() if u.key not in done]
     # phase 1: the item chunks (fixed composition, so a chunk's records do not depend on the world size)
-    work = []
-    for u in pending:
-        size = max(1, u.chunk_size)
-        for chunk, keys in zip(chunks(u.items, size), chunks(u.item_keys, size)):
-            if not all(k in done for k in keys):
-                work.append((u, chunk, keys))
-    gen_seconds: dict[str, float] = {}
-    with job_progress(f"care {label}", sum(len(c) for _, c, _ in work), enabled=progress) as bar:
-        for u, chunk, keys in par.share(work):
-            t0 = time.perf_counter()
-            recs = u.generate(chunk, run.warn)
-            run.put_many(list(zip(keys, recs)))
-            gen_seconds[u.key] = gen_seconds.get(u.key, 0.0) + time.perf_counter() - t0
-            bar.update(len(chunk), u.name)
-    sync(run)
-    # a unit's seconds: the generation time of all its chunks, on whichever ranks ran them, plus its summary
-    totals: dict[str, float] = {}
-    for part in par.all_gather(gen_seconds):
-        for k, v in part.items():
-            totals[k] = totals.get(k, 0.0) + float(v)
-    # phase 2: the summaries
-    for u in par.share(pending):
-        t0 = time.perf_counter()
+    work = [
+        c
+        for u in pending
+        for c in fixed_chunks(u.items, u.item_keys, max(1, u.chunk_size), meta=u, info=u.name, tag=u.key)
+    ]
+    gen = work_loop(
+        run,
+        work,
+        lambda c: c.meta.generate(list(c.items), run.warn),
+        label=f"care {label}",
+        progress=progress,
+        done=done,
+        timed=True,
+    )
+
+    # phase 2: the summaries. A unit's seconds: the generation time of all its chunks, on whichever ranks ran
+    # them, plus its summary
+    def summary(c: Chunk) -> list[dict]:
+        u, t0 = c.meta, time.perf_counter()
         rec = u.finish([run.get(k) for k in u.item_keys], run.warn)
         if u.timed:
-            rec["seconds"] = round(totals.get(u.key, 0.0) + time.perf_counter() - t0, 3)
-        run.put(u.key, rec)
-    sync(run)
+            rec["seconds"] = round(gen.seconds.get(u.key, 0.0) + time.perf_counter() - t0, 3)
+        return [rec]
+
+    work_loop(run, [Chunk((u.key,), meta=u) for u in pending], summary, done=done)
     computed = {u.key for u in pending}
     rows: dict[str, list[dict]] = {}
     for u in units:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 
 RUN_KIND = "meta-eval-analysis"
 
@@ -38,7 +39,7 @@ class Analysis:
     order: int = 0
 
 
-REGISTRY: dict[str, Analysis] = {}
+REGISTRY: Registry[Analysis] = Registry("analysis")
 #: CLI flags that feed an analysis option of the same name (the CLI passes them when the analysis declares them)
 CLI_OPTIONS = ("n_pairs", "compare_model")
 
@@ -46,13 +47,10 @@ CLI_OPTIONS = ("n_pairs", "compare_model")
 def register(
     name: str, *, help: str, paper: str = "", options: Mapping[str, type] | None = None
 ) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
-    """Decorator: add ``fn`` to :data:`REGISTRY` under ``name`` (re-registering a name replaces it)."""
+    """Decorator: add ``fn`` to :data:`REGISTRY` under ``name`` (a name taken by another analysis is refused)."""
 
     def deco(fn: Callable[..., dict]) -> Callable[..., dict]:
-        old = REGISTRY.get(name)
-        REGISTRY[name] = Analysis(
-            name, fn, help, paper, dict(options or {}), old.order if old else len(REGISTRY)
-        )
+        REGISTRY.add(name, Analysis(name, fn, help, paper, dict(options or {}), len(REGISTRY)))
         return fn
 
     return deco
@@ -80,9 +78,7 @@ def analyses() -> list[Analysis]:
 
 def get(name: str) -> Analysis:
     _load()
-    if name not in REGISTRY:
-        raise InputError(f"unknown analysis {name!r}; choose one of {', '.join(a.name for a in analyses())}")
-    return REGISTRY[name]
+    return REGISTRY.get(name)
 
 
 class Names(Sequence):
@@ -186,28 +182,26 @@ def score_items(
     """Chunked, resumable per-item values: ``compute(rows)`` returns, for each row index of a chunk, ``{metric:
     result}``; a chunk with any ``"{key}|{metric}"`` missing from the run is recomputed whole and written in one
     transaction. Returns ``{metric: [result of each key]}`` in ``keys`` order."""
-    from dlmeval.parallel import job_progress, run_context, sync
+    from dlmeval.parallel import Chunk, work_loop
 
     if len(set(keys)) != len(keys):
         raise InputError(f"{label}: item keys are not unique")
     prefix = _common_prefix(keys)
-    done = set(stored(run, prefix))
-    chunks = [list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size)]
-    todo = [c for c in chunks if any(f"{keys[i]}|{m}" not in done for i in c for m in metrics)]
-    total = sum(len(c) for c in todo)
-    par = run_context(run)  # data parallel: this rank's share, then every result everywhere
-    with job_progress(label, total, enabled=progress) as bar:
-        for chunk in par.share(todo):
-            res = compute(chunk)
-            pairs = []
-            for i, got in zip(chunk, res, strict=True):
-                missing = [m for m in metrics if m not in got]
-                if missing:
-                    raise RuntimeError(f"{label}: no {missing} for item {keys[i]}")
-                pairs += [(f"{keys[i]}|{m}", got[m]) for m in metrics]
-            run.put_many(pairs)
-            bar.update(len(chunk))
-    sync(run)
+    work = [
+        Chunk(tuple(f"{keys[i]}|{m}" for i in rows for m in metrics), rows, size=len(rows))
+        for rows in (list(range(s, min(s + chunk_size, len(keys)))) for s in range(0, len(keys), chunk_size))
+    ]
+
+    def records(chunk: Chunk) -> list[dict[str, Any]]:
+        out = []
+        for i, got in zip(chunk.items, compute(list(chunk.items)), strict=True):
+            missing = [m for m in metrics if m not in got]
+            if missing:
+                raise RuntimeError(f"{label}: no {missing} for item {keys[i]}")
+            out += [got[m] for m in metrics]
+        return out
+
+    work_loop(run, work, records, label=label, progress=progress, done=set(stored(run, prefix)))
     res = stored(run, prefix)
     return {m: [res[f"{k}|{m}"] for k in keys] for m in metrics}
 

@@ -1,8 +1,11 @@
 """The DiffScore meta-evaluation suite on the 12 BARTScore benchmarks (DiffScore paper, Tables 1-3).
 
->>> from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
->>> report = run_suite(SuiteOptions(benchmarks=("SummEval", "gu-en"), limit=20), store=RunStore())
->>> report.tables["sum"]            # paper-style wide table, one row per metric, columns labelled by protocol
+Usage (not run here: minutes of work on the shared data)::
+
+    from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
+    report = run_suite(SuiteOptions(benchmarks=("SummEval", "gu-en"), limit=20), store=RunStore())
+    report.tables["sum"]            # paper-style wide table, one row per metric, columns labelled by protocol
+
 
 What runs, per benchmark (:func:`scoring_frame` reads each benchmark's format into one layout):
 

@@ -20,6 +20,7 @@ import pandas as pd
 from dlmeval.data.bartscore import BARTSCORE_BENCHMARKS, bartscore_path, load_bartscore
 from dlmeval.errors import InputError
 from dlmeval.protocols import diffscore_protocols as P
+from dlmeval.registry import Registry
 
 #: task prompts for instruction-tuned diffusion models (``prompt="auto"``); see scoring.configs.PROMPTS. These go
 #: into the DiffScore run's configuration as they are; a benchmark of another task brings its own (``prompt``).
@@ -83,7 +84,7 @@ class Benchmark:
         return TASK_PROMPTS.get(self.task) or str(self.prompt)
 
 
-BENCHMARKS: dict[str, Benchmark] = {}
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
 #: suite name -> its benchmarks in registration order (``--suite``)
 SUITES: dict[str, tuple[str, ...]] = {}
 SUITE_TITLES = {"bartscore": "BARTScore"}
@@ -91,7 +92,7 @@ SUITE_TITLES = {"bartscore": "BARTScore"}
 
 def register_benchmark(b: Benchmark) -> Benchmark:
     """Make ``b`` available by its ``name`` to ``--benchmarks``, its task group and its suite; returns it
-    (registering a name again replaces the entry, so a module reload is safe)."""
+    (a name taken by another benchmark is refused; registering an equal benchmark again is a no-op)."""
     if not isinstance(b, Benchmark) or not b.name:
         raise TypeError("register_benchmark takes a Benchmark with a name")
     bad = [p for p in b.protocols if p not in P.PROTOCOLS]
@@ -103,7 +104,9 @@ def register_benchmark(b: Benchmark) -> Benchmark:
         )
     for dim in b.dimensions:
         b.config_for(dim)  # every dimension maps to a configuration (raises otherwise)
-    BENCHMARKS[b.name] = b
+    if b.name in BENCHMARKS and BENCHMARKS[b.name] == b:
+        b = BENCHMARKS[b.name]  # the same entry again (a module reloaded)
+    BENCHMARKS.add(b.name, b)
     if b.name not in SUITES.get(b.suite, ()):
         SUITES[b.suite] = (*SUITES.get(b.suite, ()), b.name)
     if b.table not in TABLE_ORDER:
@@ -120,9 +123,8 @@ def get_benchmark(name: str, suite: str = "bartscore") -> Benchmark:
         if b.task.lower() != task.strip().lower():
             raise InputError(f"benchmark {name!r}: {b.name} is a {b.task} set, not {task}")
         return b
-    for b in BENCHMARKS.values():
-        if b.name.lower() == key.lower():
-            return b
+    if key in BENCHMARKS:  # names are case-insensitive
+        return BENCHMARKS[key]
     raise InputError(
         f"unknown {SUITE_TITLES.get(suite, suite)} benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}"
     )

@@ -105,6 +105,16 @@ def _cfg_label(metric: str) -> str:
     return "(paper mapping)" if d == "mapped" else d
 
 
+def dlm_batching(opts) -> dict[str, Any]:
+    """What decides which DiffScore rows share a forward pass (the units per chunk, the scorer's batch bounds):
+    it can move a score's last bits, so it is part of the run configuration."""
+    return {
+        "chunk_size": opts.chunk_size,
+        "batch_size": opts.dlm_batch_size,
+        "max_tokens": opts.dlm_max_tokens,
+    }
+
+
 @register_family
 class DiffScoreFamily(MetricFamily):
     name = "diffscore"
@@ -127,6 +137,7 @@ class DiffScoreFamily(MetricFamily):
             "prompt_policy": self.opts.prompt,
             "task_prompts": prompts,
             "chat": self.suite.has_chat(self.suite.dlm()),
+            "batching": dlm_batching(self.opts),
         }
 
     def models(self) -> list[Any]:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,20 +163,18 @@ class MetricFamily:
         return []
 
 
-METRIC_FAMILIES: dict[str, type[MetricFamily]] = {}
+#: listed in rank (table) order, ties in registration order
+METRIC_FAMILIES: Registry[type[MetricFamily]] = Registry("metric family", order=lambda c: c.rank)
 
 
 def register_family(cls: type[MetricFamily]) -> type[MetricFamily]:
-    """Class decorator: make a metric family available by its ``name`` (re-registering a name replaces it)."""
+    """Class decorator: make a metric family available by its ``name`` (a name taken by another class is
+    refused)."""
     if not getattr(cls, "name", None) or not getattr(cls, "kind", None):
         raise TypeError(f"{cls.__name__} needs class attributes `name` and `kind`")
     if not issubclass(cls, MetricFamily):
         raise TypeError(f"{cls.__name__} is not a MetricFamily")
-    METRIC_FAMILIES[cls.name] = cls
-    ordered = sorted(METRIC_FAMILIES.values(), key=lambda c: c.rank)  # stable: ties in registration order
-    METRIC_FAMILIES.clear()
-    METRIC_FAMILIES.update((c.name, c) for c in ordered)
-    return cls
+    return METRIC_FAMILIES.add(cls.name, cls)
 
 
 def get_family(name: str) -> type[MetricFamily]:

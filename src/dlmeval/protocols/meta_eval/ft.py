@@ -14,7 +14,7 @@ import functools
 from typing import Any
 
 from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS, data_digest, scoring_frame
-from dlmeval.protocols.meta_eval.diffscore import DIFFSCORE_CONFIGS, DiffScoreFamily
+from dlmeval.protocols.meta_eval.diffscore import DIFFSCORE_CONFIGS, DiffScoreFamily, dlm_batching
 from dlmeval.protocols.meta_eval.families import register_family
 from dlmeval.protocols.meta_eval.work import run_chunks, unit_keys
 
@@ -95,6 +95,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
         return {
             "estimator": o.estimator_record(),
             "ft": o.ft_options.describe(),
+            "batching": dlm_batching(o),
             "data": {b: data_digest(b, o.data_dir) for b in names},
         }
 

@@ -3,7 +3,7 @@
 :func:`run_chunks` is THE loop over work chunks: every score the suite (and DiffScore-FT's adapters) writes goes
 through it, one chunk per transaction; in a data-parallel job each rank computes its share of the pending chunks
 and the results are synced at the end (:mod:`dlmeval.parallel`). The analyses have their own chunk loop
-(``diffscore_analyses.registry.score_items``), shared the same way.
+(``diffscore_analyses.registry.score_items``); both are :func:`dlmeval.parallel.work_loop`.
 """
 
 from __future__ import annotations
@@ -66,42 +66,35 @@ def run_chunks(
     label: str = "",
     progress: bool = False,
 ) -> int:
-    """Compute and store every pending chunk; returns the number of units computed.
+    """Compute and store every pending chunk (:func:`dlmeval.parallel.work_loop`); returns the number of units
+    this rank computed.
 
     ``compute(chunk) -> {uid: {metric: result dict}}``. A chunk is pending when any of its (item, metric) keys is
     missing; it is then recomputed whole (same composition, same batches) and written in one transaction.
     """
-    from dlmeval.parallel import job_progress, run_context, sync
+    from dlmeval.parallel import Chunk, work_loop
 
     if done is None:
         done = run.done_keys()
-    chunks = [list(units[s : s + chunk_size]) for s in range(0, len(units), chunk_size)]
-    todo = [c for c in chunks if any(k not in done for u in c for k in unit_keys(frame, u, metrics))]
-    # data parallel: every rank sees the same pending chunks (results are mirrored at each sync) and computes its
-    # share; a chunk's composition does not depend on the world size, so neither do its numbers
-    par = run_context(run)
-    total = sum(len(c) for c in todo)
-    todo = par.share(todo)
-    n = 0
-    with job_progress(label, total, enabled=progress) as bar:
-        for chunk in todo:
-            res = compute(chunk)
-            pairs = []
-            for u in chunk:
-                got = res[u.uid]
-                missing = [m for m in metrics if m not in got]
-                if missing:
-                    raise RuntimeError(f"{label}: no {missing} for unit {u.uid}")
-                for r in u.rows:
-                    key = frame["key"].iat[r]
-                    for m in metrics:
-                        pairs.append((f"{key}|{m}", got[m]))
-            run.put_many(pairs)
-            done.update(k for k, _ in pairs)
-            n += len(chunk)
-            bar.update(len(chunk))
-    sync(run)
-    return n
+    work = [
+        Chunk(tuple(k for u in units[s : s + chunk_size] for k in unit_keys(frame, u, metrics)),
+              list(units[s : s + chunk_size]), size=len(units[s : s + chunk_size]))
+        for s in range(0, len(units), chunk_size)
+    ]  # fmt: skip
+
+    def records(chunk: Chunk) -> list[dict[str, Any]]:
+        res = compute(list(chunk.items))
+        out = []
+        for u in chunk.items:
+            got = res[u.uid]
+            missing = [m for m in metrics if m not in got]
+            if missing:
+                raise RuntimeError(f"{label}: no {missing} for unit {u.uid}")
+            out += [got[m] for _ in u.rows for m in metrics]
+        done.update(chunk.keys)  # a caller's second pass over the same units (another adapter) skips them
+        return out
+
+    return work_loop(run, work, records, label=label, progress=progress, done=done).computed_units
 
 
 class Timer:

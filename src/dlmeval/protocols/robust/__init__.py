@@ -1,9 +1,12 @@
 """The robustness protocol: a DLM and an AR model as a pair, clean and under every natural-noise condition.
 
->>> from dlmeval.protocols.robust import load_spec, run_robust
->>> from dlmeval.store import RunStore
->>> res = run_robust(load_spec("robust-demo"), RunStore("runs.sqlite"), out_dir="robust-out/robust-demo")
->>> res.tables["comparison"]
+Usage (not run here: the demo spec takes minutes)::
+
+    from dlmeval.protocols.robust import load_spec, run_robust
+    from dlmeval.store import RunStore
+    res = run_robust(load_spec("robust-demo"), RunStore("runs.sqlite"), out_dir="robust-out/robust-demo")
+    res.tables["comparison"]
+
 
 Modules (the paper: Sec. 3 and 6, App. E-J; docs/robustness.md maps every table and figure to its file):
 

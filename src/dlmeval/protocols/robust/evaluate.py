@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlmeval.errors import InputError
-from dlmeval.protocols.common import chunks
+from dlmeval.parallel.work import fixed_chunks
 from dlmeval.protocols.robust.keys import data_identity, record_key
 from dlmeval.protocols.robust.spec import RobustSpec, SamplerSpec
 from dlmeval.seeding import derive_seed
@@ -200,46 +200,46 @@ def likelihood_chunk(spec, resp, task, cond, seed, chunk, state) -> list[dict]:
 CHUNKS = {"generation": generation_chunk, "likelihood": likelihood_chunk}
 
 
-def _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state) -> None:
+def _chunk_records(spec, resp, chunk, states: dict) -> list[dict]:
+    """The records of one work chunk (``chunk.meta``: task, mode, condition, seed)."""
+    task_name, mode, cond, seed = chunk.meta
     task = spec.task_or_default(task_name).task()
-    recs = CHUNKS[mode](spec, resp, task, cond, seed, chunk, state)
+    state = states.setdefault(f"{task_name}/{mode}", {})
+    recs = CHUNKS[mode](spec, resp, task, cond, seed, list(chunk.items), state)
     for r in recs:
         r.update(task=task_name, mode=mode, model=resp.entry.label, role=resp.entry.role)
-    run.put_many(list(zip(ckeys, recs)))
+    return recs
+
+
+def _cell_chunks(resp, task_name, mode, cond, seed, items) -> tuple[list[str], list]:
+    keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in items]
+    meta = (task_name, mode, cond, seed)
+    return keys, fixed_chunks(items, keys, resp.batch_size, meta=meta, info=f"{task_name}/{mode}/{cond}")
 
 
 def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say) -> list[dict]:
     """Every (task, mode, condition, seed, item) record of one model: computed where missing, read back
     otherwise. Returns the records of the current plan in plan order.
 
-    The pending chunks of all cells form one work list; in a data-parallel job (``torchrun``) every rank computes
-    its share of it (chunks are fixed slices of each cell's items, and every draw is seeded per item, so a record
-    does not depend on the rank or the world size), then the records are synced to every rank."""
-    from dlmeval.parallel import job_progress, run_context, sync
+    The chunks of all cells form one work list (:func:`dlmeval.parallel.work_loop`); in a data-parallel job
+    (``torchrun``) every rank computes its share of the pending ones (chunks are fixed slices of each cell's
+    items, and every draw is seeded per item, so a record does not depend on the rank or the world size)."""
+    from dlmeval.parallel import work_loop
 
-    par = run_context(run)
-    done = run.done_keys()
     keys_in_order: list[str] = []
     work = []
     for task_name, mode, cond, seed in plan(spec):
-        its = items[task_name]
-        keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in its]
+        keys, cell = _cell_chunks(resp, task_name, mode, cond, seed, items[task_name])
         keys_in_order += keys
-        for chunk, ckeys in zip(chunks(its, resp.batch_size), chunks(keys, resp.batch_size)):
-            if not all(k in done for k in ckeys):
-                work.append((task_name, mode, cond, seed, chunk, ckeys))
+        work += cell
     states: dict[str, dict] = {}
     label = resp.entry.label
     t0 = time.perf_counter()
-    with job_progress(f"robust {label}", sum(len(w[5]) for w in work), enabled=progress) as bar:
-        for task_name, mode, cond, seed, chunk, ckeys in par.share(work):
-            state = states.setdefault(f"{task_name}/{mode}", {})
-            _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
-            bar.update(len(ckeys), f"{task_name}/{mode}/{cond}")
-    sync(run)
-    if work:
-        n = sum(len(w[5]) for w in work)
-        say(f"robust: {label}: {n} records computed in {time.perf_counter() - t0:.1f} s")
+    got = work_loop(
+        run, work, lambda c: _chunk_records(spec, resp, c, states), label=f"robust {label}", progress=progress
+    )
+    if got.pending_chunks:
+        say(f"robust: {label}: {got.pending_units} records computed in {time.perf_counter() - t0:.1f} s")
     stored = run.results()
     missing = [k for k in keys_in_order if k not in stored]
     if missing:  # cannot happen unless the store was edited under us
@@ -248,20 +248,13 @@ def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say)
 
 
 def ensure(spec, resp, run, task_name: str, mode: str, cond: str, seed, items: Sequence) -> list[dict]:
-    """Standard records (the main plan's keys) for ``items``: computed where missing, then read back."""
-    from dlmeval.parallel import run_context, sync
+    """Standard records (the main plan's keys) for ``items``: computed where missing (a probe's missing
+    records, shared among the ranks too), then read back."""
+    from dlmeval.parallel import work_loop
 
-    keys = [record_key(task_name, mode, cond, seed, it.item_id) for it in items]
-    done = run.done_keys()
-    pend = [
-        (chunk, ckeys)
-        for chunk, ckeys in zip(chunks(items, resp.batch_size), chunks(keys, resp.batch_size))
-        if not all(k in done for k in ckeys)
-    ]
-    state: dict = {}
-    for chunk, ckeys in run_context(run).share(pend):  # data parallel: a probe's missing records, split too
-        _put_chunk(spec, resp, run, task_name, mode, cond, seed, chunk, ckeys, state)
-    sync(run)
+    keys, work = _cell_chunks(resp, task_name, mode, cond, seed, items)
+    states: dict[str, dict] = {}
+    work_loop(run, work, lambda c: _chunk_records(spec, resp, c, states))
     return [run.get(k) for k in keys]
 
 

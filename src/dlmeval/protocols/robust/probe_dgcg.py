@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlmeval.parallel import share_pending, sync
+from dlmeval.parallel import fixed_chunks, work_loop
 from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
@@ -85,22 +85,25 @@ class DGCGProbe(Probe):
                 # re-encoded text (keys without it) are not reused. The DLM's evaluation did not change.
                 ev = "ids/" if role == "ar" else ""
                 keys = [f"dgcg/{cfg.key}/{ev}{task.name}/{it.item_id}" for it in its]
-                # data parallel: every rank optimises its share of the pending items, then all records sync
-                for it, k in share_pending(run, list(zip(its, keys)), key=lambda p: p[1]):
+
+                def attacked(c, task=task, cfg=cfg, rseed=rseed, gseed=gseed) -> list[dict]:
+                    (it,) = c.items
                     msg = task.user_message(it)
                     target = task.attack_target(it, chat=resp.chat)
                     res = run_gcg(resp.model, [attack_item(resp.model, msg.text, target, it.item_id, wrap=resp.wrap)],
                                   cfg, seed=gseed)[0]  # fmt: skip
                     ans = resp.generate(task, [list(res.prompt_ids)], [it.item_id], rseed)
                     match = list(ans.prompt_ids[0]) == list(res.prompt_ids) if ans.prompt_ids else False
-                    run.put(k, {
+                    return [{
                         "item_id": it.item_id, "kind": res.kind, "suffix_length": cfg.suffix_length,
                         "suffix_text": res.suffix_text, "suffix_ids": list(res.suffix_ids), "loss": res.loss, "candidate_loss": res.candidate_loss,
                         "grad_norm": res.grad_norm, "initial_eval_loss": res.initial_eval_loss,
                         "final_eval_loss": res.final_eval_loss, "attack_nfe": res.nfe, "seconds": res.seconds,
                         "ids_match": match, **judged(task, it, ans.outputs[0], ans.probs[0]),
-                    })  # fmt: skip
-                sync(run)
+                    }]  # fmt: skip
+
+                # data parallel: every rank optimises its share of the pending items (one chunk each)
+                work_loop(run, fixed_chunks(its, keys, 1), attacked)
                 out += [{**run.get(k), "part": "attack", "task": task.name, "config": cfg.key} for k in keys]
                 if role != "ar":
                     continue
@@ -119,20 +122,22 @@ class DGCGProbe(Probe):
                         for it in its
                     ]
                     pend = [(it, k) for it, k in zip(its, tkeys) if it.item_id in sfx]
-                    for it, k in share_pending(run, pend, key=lambda p: p[1]):
+
+                    def transferred(c, task=task, sfx=sfx, rseed=rseed, dl=dl) -> list[dict]:
+                        (it,) = c.items
                         msg = task.user_message(it)
                         ans = resp.generate(
                             task, [resp.wrap(append_suffix(msg.text, sfx[it.item_id]))], [it.item_id], rseed
                         )
-                        run.put(
-                            k,
+                        return [
                             {
                                 "item_id": it.item_id,
                                 "source": dl,
                                 **judged(task, it, ans.outputs[0], ans.probs[0]),
-                            },
-                        )
-                    sync(run)
+                            }
+                        ]
+
+                    work_loop(run, fixed_chunks([p[0] for p in pend], [p[1] for p in pend], 1), transferred)
                     out += [
                         {
                             **run.get(k),

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlmeval.errors import InputError
-from dlmeval.parallel import share, sync
-from dlmeval.protocols.common import chunks, mean_or_nan
+from dlmeval.parallel import fixed_chunks, work_loop
+from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import ensure, generation_seed, judged, perturbation, user_span
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
 from dlmeval.seeding import derive_seed
@@ -118,15 +118,10 @@ class IPMProbe(Probe):
                     flagger, fkey = self._flagger(opts, resp.model, cfg)
                     for seed in spec.perturbation_seeds:
                         keys = [f"ipm/{cfg.key}{fkey}/{task.name}/{cond}/s{seed}/{it.item_id}" for it in its]
-                        done = run.done_keys()
-                        pend = [
-                            (chunk, ckeys)
-                            for chunk, ckeys in zip(
-                                chunks(its, resp.batch_size), chunks(keys, resp.batch_size)
-                            )
-                            if not all(k in done for k in ckeys)
-                        ]
-                        for chunk, ckeys in share(run, pend):  # data parallel: this rank's chunks
+
+                        def patched(c, task=task, cond=cond, pert=pert, seed=seed, cfg=cfg, flagger=flagger,
+                                    fkey=fkey) -> list[dict]:  # fmt: skip
+                            chunk = list(c.items)
                             msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in chunk]
                             prompts = [resp.wrap(m.text) for m in msgs]
                             iids = [it.item_id for it in chunk]
@@ -143,18 +138,17 @@ class IPMProbe(Probe):
                                 task, [r.patched_ids for r in res.results], iids,
                                 generation_seed(spec, task.name, cond, seed),
                             )  # fmt: skip
-                            put = []
-                            for it, k, r, o, tp, ex in zip(
-                                chunk, ckeys, res.results, ans.outputs, ans.probs, ans.extra
-                            ):
-                                put.append((k, {
+                            return [
+                                {
                                     "item_id": it.item_id, "variant": cfg.key, "condition": cond, "seed": seed,
                                     "flagger": fkey.lstrip("+"), "flagged": len(r.flagged),
                                     "flagged_tokens": r.flagged_tokens, "changed_tokens": r.changed,
                                     "patched_text": r.patched_text, **judged(task, it, o, tp), **ex,
-                                }))  # fmt: skip
-                            run.put_many(put)
-                        sync(run)
+                                }
+                                for it, r, o, tp, ex in zip(chunk, res.results, ans.outputs, ans.probs, ans.extra)
+                            ]  # fmt: skip
+
+                        work_loop(run, fixed_chunks(its, keys, resp.batch_size), patched)
                         recs = [run.get(k) for k in keys]
                         out += [{**r, "task": task.name, "for": cond} for r in recs]
                         acc = mean_or_nan([r["correct"] for r in recs])

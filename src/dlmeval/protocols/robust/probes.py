@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dlmeval.errors import InputError
+from dlmeval.registry import Registry
 
 PHASES = ("model", "tables")
 
@@ -72,7 +73,7 @@ class Probe(ABC):
         """Tables phase: the probe's table rows from ``ctx.collected``."""
 
 
-PROBES: dict[str, type[Probe]] = {}
+PROBES: Registry[type[Probe]] = Registry("probe")
 
 
 def register_probe(cls: type[Probe]) -> type[Probe]:
@@ -81,8 +82,7 @@ def register_probe(cls: type[Probe]) -> type[Probe]:
         raise TypeError(f"{cls.__name__} needs a class attribute `name`")
     if cls.name in PROBES and PROBES[cls.name] is not cls:
         raise TypeError(f"a probe named {cls.name!r} is registered already")
-    PROBES[cls.name] = cls
-    return cls
+    return PROBES.add(cls.name, cls)
 
 
 def phase_order(entries: list) -> list:
