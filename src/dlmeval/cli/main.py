@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from dlmeval.cli.common import console_logging
+
+    console_logging(args.debug)
     if args.sandbox_same_user:
         from dlmeval.sandbox import SAME_USER_ENV
 

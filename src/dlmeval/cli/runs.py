@@ -156,6 +156,19 @@ def _show(r, as_json: bool, rows: int) -> int:
     return 0
 
 
+def _items_with_texts(r):
+    """The per-item results, with the run's texts beside them when it stored a ``texts`` table (``dlmeval score``
+    keeps the scored texts there, keyed like its items)."""
+    df = r.items()
+    if "texts" in r.tables() and "key" in df.columns:
+        texts = r.get_table("texts")
+        texts = texts.rename(
+            columns={c: f"text.{c}" for c in texts.columns if c != "key" and c in df.columns}
+        )
+        df = df.merge(texts, on="key", how="left")
+    return df
+
+
 def _export(r, args: argparse.Namespace, as_json: bool) -> int:
     out = args.output
     fmt = args.format or ("json" if out != "-" and Path(out).suffix.lower() == ".json" else "csv")
@@ -177,7 +190,7 @@ def _export(r, args: argparse.Namespace, as_json: bool) -> int:
     else:
         import pandas as pd
 
-        df = r.get_table(args.table) if args.table else r.items()
+        df = r.get_table(args.table) if args.table else _items_with_texts(r)
         plain = isinstance(df.index, pd.RangeIndex) and df.index.name is None
         text = df.to_csv(index=not plain)
         n = len(df)
