@@ -205,10 +205,33 @@ STAGES: list[tuple[str, object]] = [
 ]
 
 
+def check_demo_data() -> None:
+    """Stop in one line, before any model loads, when the data directory lacks a file the pillar stages read."""
+    from dlmeval.data import catalog
+    from dlmeval.data.fetch import status
+    from dlmeval.data.paths import data_dir
+    from dlmeval.errors import InputError
+
+    try:
+        root = data_dir()
+    except InputError:
+        root = None
+    missing = [f for f in catalog.resolve(["demo"]) if status(f, root) == "missing"]
+    if missing:
+        mb = sum(f.size for f in missing) / 1e6
+        where = f"{root} lacks" if root is not None else "no data directory holds"
+        raise InputError(
+            f"the demo reads public data sets and {where} {', '.join(f.name for f in missing)}: run "
+            f"`dlmeval data fetch demo` (downloads {mb:.1f} MB from their sources), set DLMEVAL_DATA, or use --quick"
+        )
+
+
 def run(args) -> int:
     from dlmeval.models import load_causal_lm, load_diffusion
     from dlmeval.store import RunStore
 
+    if not args.quick:
+        check_demo_data()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("models", "utilities"),
     ("check_model", "utilities"),
     ("runs", "utilities"),
+    ("data", "utilities"),
     ("report", "utilities"),
     ("leaderboard", "utilities"),
     ("demo", "utilities"),
@@ -42,7 +43,7 @@ pillars:
   scoring      score, meta-eval           DiffScore: masked-reconstruction quality scores
   sampling     care, sample               Care: compute-aware remasking sampler and protocol
   robustness   robust, perturb            perturbations, RDI/AURDI, calibration, IPM, D-GCG, probes
-utilities      train, models, check-model, runs, report, leaderboard, demo
+utilities      train, models, check-model, runs, data, report, leaderboard, demo
 
 Every result is printed with its run signature; runs are stored in SQLite (--store PATH, or DLMEVAL_STORE).
 """
