@@ -79,6 +79,17 @@ def test_score_with_sources_defaults_to_cond(tmp_path, capsys):
         == 0
     )
     assert json.loads(capsys.readouterr().out)["config"]["config"] == "cond"
+    # ids from the file: the stored keys carry a digest of the texts, and the export still finds each text
+    g = tmp_path / "ids.jsonl"
+    g.write_text(
+        "".join(json.dumps({"id": f"x{i}", "candidate": c}) + "\n" for i, c in enumerate(["a cat", "b"]))
+    )
+    store = str(tmp_path / "s.sqlite")
+    assert main(["--store", store, "score", "--model", "tiny-llada", "--candidates", str(g), "--fast"]) == 0
+    capsys.readouterr()
+    assert main(["--store", store, "runs", "export", "last"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["key"].split("#")[0], r["candidate"]) for r in rows] == [("x0", "a cat"), ("x1", "b")]
     assert (
         main(["score", "--no-store", "--model", "tiny-llada", "--candidates", "x", "--text", "--fast"]) == 0
     )

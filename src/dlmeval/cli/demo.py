@@ -10,6 +10,7 @@ Steps (each stored in the run store, each printed with its run signature):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -205,6 +206,16 @@ STAGES: list[tuple[str, object]] = [
 ]
 
 
+@contextlib.contextmanager
+def _timed(log):
+    """Times a stage: wall seconds and CPU seconds of this process (all its threads), printed after it."""
+    took: dict[str, float] = {}
+    w0, c0 = time.perf_counter(), time.process_time()
+    yield took
+    took.update(wall_s=round(time.perf_counter() - w0, 1), cpu_s=round(time.process_time() - c0, 1))
+    log(f"  took {took['wall_s']} s wall, {took['cpu_s']} s CPU")
+
+
 def check_demo_data() -> None:
     """Stop in one line, before any model loads, when the data directory lacks a file the pillar stages read."""
     from dlmeval.data import catalog
@@ -249,11 +260,16 @@ def run(args) -> int:
         log(f"  loaded {i.name} ({i.family}, {i.dtype}, {i.device}) weights sha256 {i.weights_sha256[:12]}")
     result = {"store": str(store.path), "stages": {}}
     log("[1] DiffScore vs AR likelihood: sentences and their word-shuffled copies")
-    result["stages"]["sentences"] = sentence_stage(dlm, ar, store, args.seed, log)
+    with _timed(log) as took:
+        result["stages"]["sentences"] = sentence_stage(dlm, ar, store, args.seed, log)
+    result["stages"]["sentences"]["time"] = took
     if not args.quick:
         for n, (name, fn) in enumerate(STAGES, start=2):
             log(f"[{n}] {name}")
-            result["stages"][name] = fn(dlm, ar, store, args, out, log)
+            with _timed(log) as took:
+                result["stages"][name] = fn(dlm, ar, store, args, out, log)
+            if isinstance(result["stages"][name], dict):
+                result["stages"][name]["time"] = took
     try:
         from dlmeval.report import build_report
 

@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             run=run_obj,
         )
         if run_obj is not None:
-            _store_texts(run_obj, df, cands, use_srcs)
+            _store_texts(run_obj, df, cands, use_srcs, ids)
             run_obj.finish()
     finally:
         if store is not None:
@@ -275,19 +275,21 @@ def default_config(given: str | None, sources) -> tuple[str, str | None]:
     return "marginal", "no sources given: fluency of each candidate alone"
 
 
-def _store_texts(run, df, cands: list[str], srcs) -> None:
-    """The run's texts as its ``texts`` table (``key``, ``candidate``, ``source``), which ``runs export`` joins
-    to the per-item scores: a stored score can be matched back to its sentence. A rerun on more texts adds its
-    own (rank 0 writes tables; other ranks' copies are dropped)."""
+def _store_texts(run, df, cands: list[str], srcs, ids) -> None:
+    """The run's texts as its ``texts`` table (``key``, ``candidate``, ``source``), keyed like the run's items
+    (a user's id joined with the digest of its texts, as the estimator keys it), which ``runs export`` joins to the
+    per-item scores: a stored score can be matched back to its sentence. A rerun on more texts adds its own (rank
+    0 writes tables; other ranks' copies are dropped)."""
     import pandas as pd
 
-    texts = pd.DataFrame(
-        {
-            "key": [str(k) for k in df["item_id"]],
-            "candidate": list(cands),
-            "source": list(srcs) if srcs is not None else [None] * len(cands),
-        }
-    )
+    from dlmeval.scoring.estimator import _digest
+
+    srcs = list(srcs) if srcs is not None else [None] * len(cands)
+    keys = [
+        f"{k}#{_digest(c, s)}" if ids is not None else str(k)
+        for k, c, s in zip(df["item_id"], cands, srcs, strict=True)
+    ]
+    texts = pd.DataFrame({"key": keys, "candidate": list(cands), "source": srcs})
     if current().is_main and "texts" in run.tables():
         texts = pd.concat([run.get_table("texts"), texts])
     run.put_table("texts", texts.drop_duplicates("key", keep="last").reset_index(drop=True))
