@@ -267,8 +267,9 @@ div.frame { max-width: 100%; overflow-x: auto; border: 1px solid var(--line); bo
 table.data { border-collapse: collapse; margin: 0; font-size: 12.5px; max-width: 100%; }
 table.data caption { caption-side: top; text-align: left; color: var(--muted); padding: 2px 0 6px; font-size: 12.5px; }
 table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left;
-  vertical-align: top; overflow-wrap: anywhere; }
+  vertical-align: top; overflow-wrap: break-word; }
 table.data td.num, table.data th.num { white-space: nowrap; }
+table.data td:first-child, table.data th:first-child { min-width: 9em; }
 table.data th { background: var(--bg2); font-weight: 600; }
 table.data td.num, table.data th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.data tr:hover td { background: #fbfbfc; }
