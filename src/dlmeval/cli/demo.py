@@ -1,4 +1,4 @@
-"""`dlmeval demo`: the main job on the embedded default models, end to end, in a few minutes on a laptop CPU.
+"""`dlmeval demo`: the main job on the embedded default models, end to end (about 600 s of CPU; README).
 
 Steps (each stored in the run store, each printed with its run signature):
 
@@ -123,7 +123,7 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         limit=12,
         dlm=args.dlm,
         ar=args.ar,
-        ar_max_refs=2,  # SFHOT has up to 8 references per output: two keep the AR baselines to about a minute
+        ar_max_refs=2,  # SFHOT has up to 8 references per output: two bound the AR baselines' cost
         fast=True,
         bootstrap=200,
         device=args.device,
