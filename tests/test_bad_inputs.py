@@ -117,7 +117,7 @@ SCORE_CASES = [
     ("csv-without-header", ["--candidates", "{csv_nohead}", "--config", "marginal"], "header row"),
     ("json-not-array", ["--candidates", "{json_obj}", "--config", "marginal"], "expected a JSON array"),
     ("dup-ids", ["--candidates", "{dup}", "--config", "marginal"], "used for two different"),
-    ("no-sources", ["--candidates", "the cat", "--text"], "needs --sources"),
+    ("no-sources", ["--candidates", "the cat", "--text", "--config", "cond"], "needs --sources"),
     ("source-count", ["--candidates", "{sysA}", "--sources", "{one}"], "2 candidates but 1 sources"),
     ("K0", ["--candidates", "a cat", "--text", "--config", "marginal", "-K", "0"], "--masks/-K must be at least 1"),
     ("T0", ["--candidates", "a cat", "--text", "--config", "marginal", "-T", "0"], "--rates/-T must be at least 1"),

@@ -225,7 +225,8 @@ def test_score_two_ranks_equal_one_process(tmp_path):
 
 def test_sample_two_ranks_equal_one_process(tmp_path):
     (tmp_path / "p.txt").write_text("The cat\nOnce upon\nA dog\n")
-    args = ["--json", "sample", "--model", "tiny-llada", "--prompts", "p.txt", "--num-samples", "2"]
+    args = ["--json", "--store", "s.sqlite", "sample", "--model", "tiny-llada", "--prompts", "p.txt"]
+    args += ["--num-samples", "2"]
     args += ["--length", "8", "--steps", "8", "--strategy", "low_confidence", "--temperature", "0.5"]
     a, b = (dlmeval(n, args, cwd=tmp_path) for n in (1, 2))
     assert a.returncode == 0 and b.returncode == 0, b.stderr[-2000:]

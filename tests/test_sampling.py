@@ -617,8 +617,10 @@ def test_config_dict_and_records_are_json_ready(llada):
 
 
 # --------------------------------------------------------------------------------------------- CLI
-def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path):
+def test_cli_sample_prints_generations_with_nfe_and_signature(capsys, tmp_path, monkeypatch):
     from dlmeval.cli.main import main
+
+    monkeypatch.setenv("DLMEVAL_STORE", str(tmp_path / "runs.sqlite"))  # sample runs are stored
 
     f = tmp_path / "p.txt"
     f.write_text("the cat\n\none two\n")

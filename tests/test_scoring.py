@@ -454,7 +454,8 @@ def test_cli_score_prints_scores_and_signature_and_resumes(tmp_path, capsys):
     assert "signature: dlmeval:" in text and f"run: {out['run_id']}" in text
     assert (tmp_path / "o.csv").read_text().count("\n") == 5
     # bad input: one line, exit code 2
-    assert main(["score", "--model", "tiny-bert", "--candidates", "the cat", "--text", "--no-store"]) == 2
+    argv = ["score", "--model", "tiny-bert", "--candidates", "the cat", "--text", "--no-store"]
+    assert main([*argv, "--config", "cond"]) == 2
     assert "needs --sources" in capsys.readouterr().err
     assert main(["score", "--model", "tiny-bert", "--candidates", "missing.txt", "--no-store"]) == 2
 

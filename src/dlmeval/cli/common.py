@@ -12,6 +12,33 @@ DEVICE_HELP = (
 )
 
 
+def console_logging(debug: bool = False) -> None:
+    """dlmeval's warnings (``dlmeval.*`` loggers: truncated texts, changed library versions, failed report
+    sections) go to stderr through a rich console, as the progress bars do, never as raw ``WARNING:name:`` lines
+    (a library that calls ``logging.basicConfig`` would otherwise print them so)."""
+    import logging
+
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    log = logging.getLogger("dlmeval")
+    if any(getattr(h, "_dlmeval_console", False) for h in log.handlers):
+        return
+    h = RichHandler(
+        console=Console(stderr=True),
+        show_time=False,
+        show_path=debug,
+        markup=False,
+        rich_tracebacks=debug,
+        omit_repeated_times=False,
+    )
+    h._dlmeval_console = True  # type: ignore[attr-defined]
+    h.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(h)
+    log.setLevel(logging.DEBUG if debug else logging.INFO)
+    log.propagate = False
+
+
 def add_model_args(
     p, *, default: str = "default", flag: str = "--model", help_kind: str = "diffusion"
 ) -> None:

@@ -1,4 +1,4 @@
-"""`dlmeval demo`: the main job on the embedded default models, end to end, in a few minutes on a laptop CPU.
+"""`dlmeval demo`: the main job on the embedded default models, end to end (about 600 s of CPU; README).
 
 Steps (each stored in the run store, each printed with its run signature):
 
@@ -10,6 +10,7 @@ Steps (each stored in the run store, each printed with its run signature):
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         limit=12,
         dlm=args.dlm,
         ar=args.ar,
-        ar_max_refs=2,  # SFHOT has up to 8 references per output: two keep the AR baselines to about a minute
+        ar_max_refs=2,  # SFHOT has up to 8 references per output: two bound the AR baselines' cost
         fast=True,
         bootstrap=200,
         device=args.device,
@@ -205,10 +206,43 @@ STAGES: list[tuple[str, object]] = [
 ]
 
 
+@contextlib.contextmanager
+def _timed(log):
+    """Times a stage: wall seconds and CPU seconds of this process (all its threads), printed after it."""
+    took: dict[str, float] = {}
+    w0, c0 = time.perf_counter(), time.process_time()
+    yield took
+    took.update(wall_s=round(time.perf_counter() - w0, 1), cpu_s=round(time.process_time() - c0, 1))
+    log(f"  took {took['wall_s']} s wall, {took['cpu_s']} s CPU")
+
+
+def check_demo_data() -> None:
+    """Stop in one line, before any model loads, when the data directory lacks a file the pillar stages read."""
+    from dlmeval.data import catalog
+    from dlmeval.data.fetch import status
+    from dlmeval.data.paths import data_dir
+    from dlmeval.errors import InputError
+
+    try:
+        root = data_dir()
+    except InputError:
+        root = None
+    missing = [f for f in catalog.resolve(["demo"]) if status(f, root) == "missing"]
+    if missing:
+        mb = sum(f.size for f in missing) / 1e6
+        where = f"{root} lacks" if root is not None else "no data directory holds"
+        raise InputError(
+            f"the demo reads public data sets and {where} {', '.join(f.name for f in missing)}: run "
+            f"`dlmeval data fetch demo` (downloads {mb:.1f} MB from their sources), set DLMEVAL_DATA, or use --quick"
+        )
+
+
 def run(args) -> int:
     from dlmeval.models import load_causal_lm, load_diffusion
     from dlmeval.store import RunStore
 
+    if not args.quick:
+        check_demo_data()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -226,11 +260,16 @@ def run(args) -> int:
         log(f"  loaded {i.name} ({i.family}, {i.dtype}, {i.device}) weights sha256 {i.weights_sha256[:12]}")
     result = {"store": str(store.path), "stages": {}}
     log("[1] DiffScore vs AR likelihood: sentences and their word-shuffled copies")
-    result["stages"]["sentences"] = sentence_stage(dlm, ar, store, args.seed, log)
+    with _timed(log) as took:
+        result["stages"]["sentences"] = sentence_stage(dlm, ar, store, args.seed, log)
+    result["stages"]["sentences"]["time"] = took
     if not args.quick:
         for n, (name, fn) in enumerate(STAGES, start=2):
             log(f"[{n}] {name}")
-            result["stages"][name] = fn(dlm, ar, store, args, out, log)
+            with _timed(log) as took:
+                result["stages"][name] = fn(dlm, ar, store, args, out, log)
+            if isinstance(result["stages"][name], dict):
+                result["stages"][name]["time"] = took
     try:
         from dlmeval.report import build_report
 

@@ -30,9 +30,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("perturb", "robustness"),
     ("train", "utilities"),
     ("models", "utilities"),
-    ("data", "utilities"),
     ("check_model", "utilities"),
     ("runs", "utilities"),
+    ("data", "utilities"),
     ("report", "utilities"),
     ("leaderboard", "utilities"),
     ("demo", "utilities"),
@@ -43,7 +43,7 @@ pillars:
   scoring      score, meta-eval           DiffScore: masked-reconstruction quality scores
   sampling     care, sample               Care: compute-aware remasking sampler and protocol
   robustness   robust, perturb            perturbations, RDI/AURDI, calibration, IPM, D-GCG, probes
-utilities      train, models, data, check-model, runs, report, leaderboard, demo
+utilities      train, models, check-model, runs, data, report, leaderboard, demo
 
 Every result is printed with its run signature; runs are stored in SQLite (--store PATH, or DLMEVAL_STORE).
 """
@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from dlmeval.cli.common import console_logging
+
+    console_logging(args.debug)
     if args.sandbox_unsafe:
         from dlmeval.sandbox import UNSAFE_ENV
 

@@ -4,7 +4,7 @@
 * ``show RUN``                  the full signature, sessions, warnings and summary tables of a run
 * ``export RUN -o PATH``        per-item results (or ``--table NAME``) as CSV, or everything as JSON
 
-``RUN`` is a run id or any unique prefix of one. JSON exports are strict JSON: a non-finite float is written as
+``RUN`` is a run id, any unique prefix of one, or ``last`` (the run written last). JSON exports are strict JSON: a non-finite float is written as
 ``{"$float": "nan"}`` (``"inf"``, ``"-inf"``); ``dlmeval.store.jsonsafe.loads`` reads them back.
 """
 
@@ -44,13 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     common(pl)
     ps = sub.add_parser("show", help="signature, sessions, warnings and tables of a run")
-    ps.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    ps.add_argument("run", metavar="RUN", help="run id, unique prefix, or last")
     ps.add_argument(
         "--rows", type=int, default=TABLE_ROWS, help=f"table rows to print (default {TABLE_ROWS})"
     )
     common(ps)
     pe = sub.add_parser("export", help="per-item results or a table as CSV, or the whole run as JSON")
-    pe.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    pe.add_argument("run", metavar="RUN", help="run id, unique prefix, or last")
     pe.add_argument(
         "--format",
         choices=("csv", "json"),
@@ -70,10 +70,18 @@ def run(args: argparse.Namespace) -> int:
     if action == "list":
         return _list(store_arg, getattr(args, "kind", None), as_json)
     with RunStore(store_arg, must_exist=True) as store:
-        r = store.get_run(args.run)
+        r = store.get_run(_latest(store) if args.run == "last" else args.run)
         if action == "show":
             return _show(r, as_json, max(0, args.rows))
         return _export(r, args, as_json)
+
+
+def _latest(store) -> str:
+    """The id of the run written last (``RUN`` = ``last``)."""
+    runs = store.list_runs()
+    if not runs:
+        raise InputError(f"no runs in {store.path}; run a command first (dlmeval score, sample, ...)")
+    return max(runs, key=lambda r: (r["updated"], r["created"]))["run_id"]
 
 
 def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
@@ -169,6 +177,19 @@ def _show(r, as_json: bool, rows: int) -> int:
     return 0
 
 
+def _items_with_texts(r):
+    """The per-item results, with the run's texts beside them when it stored a ``texts`` table (``dlmeval score``
+    keeps the scored texts there, keyed like its items)."""
+    df = r.items()
+    if "texts" in r.tables() and "key" in df.columns:
+        texts = r.get_table("texts")
+        texts = texts.rename(
+            columns={c: f"text.{c}" for c in texts.columns if c != "key" and c in df.columns}
+        )
+        df = df.merge(texts, on="key", how="left")
+    return df
+
+
 def _export(r, args: argparse.Namespace, as_json: bool) -> int:
     out = args.output
     fmt = args.format or ("json" if out != "-" and Path(out).suffix.lower() == ".json" else "csv")
@@ -190,7 +211,7 @@ def _export(r, args: argparse.Namespace, as_json: bool) -> int:
     else:
         import pandas as pd
 
-        df = r.get_table(args.table) if args.table else r.items()
+        df = r.get_table(args.table) if args.table else _items_with_texts(r)
         plain = isinstance(df.index, pd.RangeIndex) and df.index.name is None
         text = df.to_csv(index=not plain)
         n = len(df)

@@ -8,7 +8,9 @@ Examples::
 
 ``--nfe N`` is the compute-matched mode: the nominal steps are chosen so that the strategy spends ``N`` forward
 passes per sample (or, if it cannot, the largest count below ``N``; the output says which). Every sample is printed
-with the settings and a run signature (model identity + configuration).
+with the settings and a run signature (model identity + configuration). The samples are recorded in the run store
+(``--store``; kind ``sample``, one record per sample with its prompt and text) unless ``--no-store``: ``dlmeval runs
+list`` shows the run, ``dlmeval runs export RUN`` gives the texts.
 """
 
 from __future__ import annotations
@@ -18,11 +20,25 @@ from pathlib import Path
 
 from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
 from dlmeval.errors import InputError
+from dlmeval.parallel import current
+
+# the sampler's strategies, spelled out so that building the parser imports no torch (a test checks they match
+# dlmeval.sampling.strategies.STRATEGIES)
+STRATEGY_CHOICES = (
+    "none",
+    "random",
+    "low_confidence",
+    "running_confidence",
+    "high_entropy",
+    "conf_entropy",
+    "agreement",
+    "origin",
+    "entropy",
+    "maskgit",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from dlmeval.sampling.strategies import STRATEGIES
-
     p = subparsers.add_parser(
         "sample",
         help="generate text with the remasking sampler (actual NFE counted)",
@@ -56,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compute-matched: pick the steps so the strategy spends N passes",
     )
     g.add_argument(
-        "--strategy", choices=list(STRATEGIES), default="none", help="remasking strategy (default none)"
+        "--strategy", choices=STRATEGY_CHOICES, default="none", help="remasking strategy (default none)"
     )
     g.add_argument(
         "--remask-fraction",
@@ -114,9 +130,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "logits fit the device (does not change any sample)",
     )
     add_runtime_args(p)
+    p.add_argument("--no-store", action="store_true", help="do not record the run in the run store")
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
     )
+    p.add_argument("--store", default=argparse.SUPPRESS, help="run store (SQLite file)")
     p.set_defaults(func=run)
 
 
@@ -147,6 +165,12 @@ def run(args: argparse.Namespace) -> int:
     prompts = _read_prompts(args)
     if args.num_samples < 1:
         raise InputError(f"--num-samples must be >= 1, got {args.num_samples}")
+    store_path = None
+    if not args.no_store and current().is_main:
+        from dlmeval.store.access import check_writable_store
+
+        # checked before the model loads: a store that cannot be written fails now, not after the sampling
+        store_path = check_writable_store(getattr(args, "store", None))
     steps = args.steps if args.steps is not None or args.nfe is not None else args.length
     cfg = SamplerConfig(
         length=args.length,
@@ -183,9 +207,26 @@ def run(args: argparse.Namespace) -> int:
     sig = Signature.create("sample", config, [model], seed=cfg.seed)
     for rec, (i, _) in zip(records, items):
         rec["prompt"] = prompts[i]
+    # the run is named by the sampler's settings and by the prompts it was given (two commands with different
+    # prompts are two runs, never one run whose item "0" means two things)
+    run_config = {**config, **_prompts_config(prompts, n)}
+    sig = Signature.create("sample", run_config, [model], seed=cfg.seed)
+    if store_path is not None and current().is_main:  # every rank holds every record; rank 0 writes them
+        import shlex
+        import sys
+
+        from dlmeval.store import RunStore
+
+        with RunStore(store_path) as store:
+            run_obj = store.open_run(
+                "sample", run_config, [model], cfg.seed, command_line=shlex.join(["dlmeval", *sys.argv[1:]])
+            )
+            run_obj.put_many([(rec["item_id"], rec) for rec in records])
+            run_obj.finish()
     payload = {
         "signature": sig.short(),
         "run_id": sig.run_id,
+        "stored": store_path is not None,
         "model": model.identity().as_dict(),
         "config": config,
         "nfe_predicted": nfe_predicted,
@@ -204,6 +245,16 @@ def run(args: argparse.Namespace) -> int:
         reached = sorted(set(nfe_all))
         note = "" if reached == [args.nfe] else f" (not reachable with {cfg.strategy}; reached {reached})"
         lines.append(f"compute-matched: target nfe={args.nfe}, nominal steps={config['steps']}{note}")
+    if store_path is not None:
+        lines.append(f"run: {sig.run_id} (dlmeval runs export {sig.run_id} gives the texts)")
     lines.append(f"signature: {sig.short()}")
     emit(args, payload, "\n".join(lines))
     return 0
+
+
+def _prompts_config(prompts: list[str], n: int) -> dict:
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(prompts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+    return {"prompts_sha256": digest, "n_prompts": len(prompts), "num_samples": n}

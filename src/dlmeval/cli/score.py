@@ -51,8 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--config",
-        default="cond",
-        help="marginal | cond | reverse | bidir | pmi (aliases: mar, conditional, rev, bi); default cond",
+        default=None,
+        help="marginal | cond | reverse | bidir | pmi (aliases: mar, conditional, rev, bi); default: cond when "
+        "sources are given (--sources, or a source column in the candidates file), else marginal (fluency of "
+        "the candidate alone); the choice is printed",
     )
     p.add_argument(
         "--candidates",
@@ -184,7 +186,7 @@ def _check_settings(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlmeval.models import load_diffusion
     from dlmeval.protocols.score import open_run, score_run
-    from dlmeval.scoring import DiffScorer, resolve_config
+    from dlmeval.scoring import DiffScorer
 
     # everything is checked before the model loads and before the run store is opened (or created): a bad input
     # leaves the store exactly as it was, and a bad --output fails before the work, not after it
@@ -204,7 +206,6 @@ def run(args: argparse.Namespace) -> int:
             if current().is_main
             else resolve_store_path(getattr(args, "store", None))
         )
-    cfg = resolve_config(args.config)
     cands, file_srcs, ids = read_texts(args.candidates, "candidates", args.text)
     srcs: list[str | None] | None = file_srcs
     if args.sources is not None:
@@ -214,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(cands)} candidates but {len(srcs)} sources; give one source per candidate "
                 "(one per line in .txt files)"
             )
+    cfg, why = default_config(args.config, srcs)
+    if why and not getattr(args, "json", False) and current().is_main:
+        print(f"config: {cfg} ({why}; --config chooses another)", file=sys.stderr, flush=True)
     if cfg != "marginal" and srcs is None:
         raise InputError(
             f"--config {cfg} needs --sources (a file, or a text with --text), or use --config marginal"
@@ -246,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
             df = score_run(
                 scorer, run_obj, cands, use_srcs, config=cfg, item_ids=ids, token_scores=args.tokens
             )
+            _store_texts(run_obj, df, cands, use_srcs, ids)
             run_obj.finish()
     finally:
         if store is not None:
@@ -261,8 +266,40 @@ def run(args: argparse.Namespace) -> int:
         "warnings": df.attrs["warnings"],
         "items": [_record(r) for r in df.drop(columns=["signature"]).to_dict(orient="records")],
     }
-    emit(args, payload, _table(df, cfg, max(0, args.rows), payload["run_id"]))
+    emit(args, payload, _table(df, cfg, max(0, args.rows), payload["run_id"], cands, spec))
     return 0
+
+
+def default_config(given: str | None, sources) -> tuple[str, str | None]:
+    """(configuration, why it was chosen) for ``--config`` (None when the user named it): ``cond`` when there
+    are sources, else ``marginal``."""
+    from dlmeval.scoring import resolve_config
+
+    if given is not None:
+        return resolve_config(given), None
+    if sources is not None and any(s is not None for s in sources):
+        return "cond", "sources given: the candidate scored given its source"
+    return "marginal", "no sources given: fluency of each candidate alone"
+
+
+def _store_texts(run, df, cands: list[str], srcs, ids) -> None:
+    """The run's texts as its ``texts`` table (``key``, ``candidate``, ``source``), keyed like the run's items
+    (a user's id joined with the digest of its texts, as the estimator keys it), which ``runs export`` joins to the
+    per-item scores: a stored score can be matched back to its sentence. A rerun on more texts adds its own (rank
+    0 writes tables; other ranks' copies are dropped)."""
+    import pandas as pd
+
+    from dlmeval.scoring.estimator import _digest
+
+    srcs = list(srcs) if srcs is not None else [None] * len(cands)
+    keys = [
+        f"{k}#{_digest(c, s)}" if ids is not None else str(k)
+        for k, c, s in zip(df["item_id"], cands, srcs, strict=True)
+    ]
+    texts = pd.DataFrame({"key": keys, "candidate": list(cands), "source": srcs})
+    if current().is_main and "texts" in run.tables():
+        texts = pd.concat([run.get_table("texts"), texts])
+    run.put_table("texts", texts.drop_duplicates("key", keep="last").reset_index(drop=True))
 
 
 def _record(r: dict[str, Any]) -> dict[str, Any]:
@@ -290,16 +327,34 @@ def _fmt(x: float, spec: str = ".4f") -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def _table(df, cfg: str, rows: int, run_id: str | None) -> str:
+def _short(text: str, width: int = 40) -> str:
+    t = " ".join(str(text).split())
+    return t if len(t) <= width else t[: width - 3] + "..."
+
+
+def se_note(spec) -> str:
+    """Why the standard error is not shown: with one sampling unit per masking rate (``K <= T``, or one
+    antithetic pair per rate) the stratified estimator has no spread to measure."""
+    return (
+        f"se not shown: {spec.n_masks} mask(s) over {spec.n_rates} rate(s) leave one sampling unit per rate, too "
+        "few for a standard error (use more masks than rates, e.g. the default preset -K 20 -T 10)"
+    )
+
+
+def _table(df, cfg: str, rows: int, run_id: str | None, texts: list[str] | None = None, spec=None) -> str:
     lines = [f"DiffScore ({cfg}), {len(df)} item(s)"]
     extra = [c for c in df.columns if c.startswith("score_")]
-    head = f"{'#':>4}  {'item':<18} {'score':>9} {'se':>8} {'tokens':>6}"
+    scored = df["score"].notna()
+    show_se = bool(df.loc[scored, "se"].notna().any()) or not scored.any()
+    head = f"{'#':>4}  {'text':<40} {'score':>9}" + (f" {'se':>8}" if show_se else "") + f" {'tokens':>6}"
     head += "".join(f" {c[6:]:>9}" for c in extra)
     lines.append(head + "  note")
     for i, r in enumerate(df.head(rows).itertuples(index=False)):
         rd = r._asdict()
         note = rd.get("reason") or rd.get("warning") or ""
-        line = f"{i:>4}  {str(rd['item_id'])[:18]:<18} {_fmt(rd['score']):>9} {_fmt(rd['se']):>8} {rd['n_tokens']:>6}"
+        label = _short(texts[i]) if texts is not None else str(rd["item_id"])[:40]
+        line = f"{i:>4}  {label:<40} {_fmt(rd['score']):>9}"
+        line += (f" {_fmt(rd['se']):>8}" if show_se else "") + f" {rd['n_tokens']:>6}"
         line += "".join(f" {_fmt(rd[c]):>9}" for c in extra)
         lines.append(line + (f"  {note}" if note else ""))
     if len(df) > rows:
@@ -307,9 +362,11 @@ def _table(df, cfg: str, rows: int, run_id: str | None) -> str:
     ok = df["score"].dropna()
     if len(ok) > 1:
         lines.append(f"mean {ok.mean():.4f} over {len(ok)} scored item(s)")
+    if not show_se and spec is not None:
+        lines.append(se_note(spec))
     for w in df.attrs.get("warnings", [])[:5]:
         lines.append(f"warning: {w}")
     if run_id:
-        lines.append(f"run: {run_id}")
+        lines.append(f"run: {run_id} (dlmeval runs export {run_id} gives each score with its text)")
     lines.append(f"signature: {df.attrs['signature']}")
     return "\n".join(lines)

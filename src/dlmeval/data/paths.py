@@ -24,8 +24,21 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
         if not p.exists():
             p = Path(user_data_dir("dlmeval")) / "data"
     if not p.exists():
-        raise InputError(f"data directory {p} does not exist; set DLMEVAL_DATA or pass --data-dir")
+        raise InputError(
+            f"data directory {p} does not exist; set DLMEVAL_DATA or pass --data-dir, or get the public data "
+            "sets with `dlmeval data fetch all` (or `dlmeval data fetch demo` for the demo's subset)"
+        )
     return p
+
+
+def fetch_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """Where ``dlmeval data fetch`` writes: ``explicit``, else ``DLMEVAL_DATA``, else the user's data directory
+    (never a shared checkout folder). Not created here."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("DLMEVAL_DATA"):
+        return Path(os.environ["DLMEVAL_DATA"])
+    return Path(user_data_dir("dlmeval")) / "data"
 
 
 def cache_dir() -> Path:

@@ -175,29 +175,55 @@ def figure_png(fig, dpi: int = 110) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------------ scoring
+def is_diffscore_row(df: pd.DataFrame) -> pd.Series:
+    """The rows of a meta-evaluation ``results`` table that are DiffScore (zero-shot or fine-tuned), chosen by
+    their role (the ``family`` column: ``diffscore`` / ``ft``), else by label."""
+    if "family" in df.columns:
+        return df["family"].astype(str).str.lower().isin(("diffscore", "ft"))
+    return df["label"].astype(str).str.lower().str.startswith("diffscore")
+
+
 def meta_eval_ci(results: pd.DataFrame, *, max_metrics: int = 12) -> Any:
     """Primary-protocol correlation of every metric with its bootstrap CI, one panel per benchmark dimension
-    (``results`` table of a ``meta-eval`` run)."""
+    (``results`` table of a ``meta-eval`` run). Each panel keeps every DiffScore row (red) and fills up to
+    ``max_metrics`` rows with the other metrics of highest correlation; labels are shown in full."""
     df = _need(results, ["benchmark", "dimension", "label", "value"], "meta-evaluation CI plot")
     if "primary" in df.columns:
         df = df[df["primary"].astype(bool)]
     panels = _groups(df, ["benchmark", "dimension_tag" if "dimension_tag" in df.columns else "dimension"])
-    fig, axes = _figure(len(panels), w=3.8, h=0.22 * min(max_metrics, df["label"].nunique()) + 1.0)
-    for ax, (key, g) in zip(axes, panels):
-        g = g.drop_duplicates("label").head(max_metrics)
+    chosen = []
+    for key, g in panels:
+        g = g.drop_duplicates("label")
+        ds = is_diffscore_row(g)
+        others = (
+            g[~ds].assign(_v=_num(g.loc[~ds, "value"])).sort_values("_v", ascending=False, na_position="last")
+        )
+        keep = pd.concat([g[ds], others.drop(columns="_v").head(max(0, max_metrics - int(ds.sum())))])
+        chosen.append((key, keep, len(g)))
+    n_rows = max((len(k) for _, k, _ in chosen), default=1)
+    longest = max((len(str(lab)) for _, k, _ in chosen for lab in k["label"]), default=10)
+    fig, axes = _figure(
+        len(chosen), ncols=min(len(chosen), 2), w=2.6 + 0.055 * longest, h=0.22 * n_rows + 1.0
+    )
+    for ax, (key, g, total) in zip(axes, chosen):
         y = np.arange(len(g))[::-1]
         v = _num(g["value"])
-        colors = ["#d62728" if str(lab).lower().startswith("diffscore") else "#1f77b4" for lab in g["label"]]
+        ds = is_diffscore_row(g).to_numpy()
+        colors = np.where(ds, "#d62728", "#1f77b4")
         if "ci_lo" in g.columns and "ci_hi" in g.columns:
             lo, hi = _num(g["ci_lo"]), _num(g["ci_hi"])
             ok = np.isfinite(lo) & np.isfinite(hi)
             ax.hlines(y[ok], lo[ok], hi[ok], color="#999999", linewidth=1.2)
-        ax.scatter(v, y, c=colors, s=14, zorder=3)
+        ax.scatter(v, y, c=list(colors), s=14, zorder=3)
         ax.set_yticks(y)
-        ax.set_yticklabels([str(s)[:34] for s in g["label"]], fontsize=6.5)
+        ax.set_yticklabels([str(s) for s in g["label"]], fontsize=6.5)
+        for tick, red in zip(ax.get_yticklabels(), ds):
+            if red:
+                tick.set_color("#d62728")
         proto = str(g["protocol_label"].iat[0]) if "protocol_label" in g.columns else "correlation"
         ax.set_xlabel(proto, fontsize=7)
-        ax.set_title(_title(key), fontsize=8)
+        more = f" ({len(g)} of {total} metrics)" if total > len(g) else ""
+        ax.set_title(_title(key) + more, fontsize=8)
     return fig
 
 
@@ -778,11 +804,55 @@ def dgcg_trajectories(df: pd.DataFrame) -> Any:
     return fig
 
 
+def _seq(v: Any) -> list | None:
+    """A per-layer sequence stored as a list or as a space-separated string (the robust ``probes`` table)."""
+    if isinstance(v, list | tuple | np.ndarray):
+        return list(v)
+    if isinstance(v, str) and v.strip():
+        try:
+            return [float(x) for x in v.split()]
+        except ValueError:
+            return None
+    return None
+
+
+def probe_long(probes: pd.DataFrame) -> pd.DataFrame:
+    """Long (model, task, condition, layer, accuracy, auroc) rows from a probe table: one row per layer already,
+    or one row per (model, condition) with per-layer ``layers`` and ``accuracy`` / ``accuracy_by_layer`` (lists,
+    or space-separated strings as the robustness protocol stores them)."""
+    if probes is None or "layer" in probes.columns:
+        return probes
+    rows = []
+    for r in probes.to_dict("records"):
+        layers = _seq(r.get("layers"))
+        acc = _seq(r.get("accuracy_by_layer", r.get("accuracy")))
+        if layers is None or acc is None or len(layers) != len(acc):
+            continue
+        auc = _seq(r.get("auroc_by_layer", r.get("auroc"))) or [np.nan] * len(layers)
+        if len(auc) != len(layers):
+            auc = [np.nan] * len(layers)
+        for la, a, u in zip(layers, acc, auc):
+            rec = {"model": r.get("model", "?"), "condition": r.get("condition", r.get("type", "all"))}
+            if "task" in r:
+                rec["task"] = r["task"]
+            rec.update({"layer": int(la), "accuracy": float(a), "auroc": float(u)})
+            rows.append(rec)
+    cols = [
+        "model",
+        *(["task"] if "task" in probes.columns else []),
+        "condition",
+        "layer",
+        "accuracy",
+        "auroc",
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
 def probe_layers(df: pd.DataFrame) -> Any:
     """Linear-probe accuracy (clean vs perturbed hidden states) by layer, one line per model, one panel per
     condition."""
-    df = _need(df, ["model", "layer", "accuracy"], "probe accuracy by layer")
-    panels = _groups(df, ["condition"] if "condition" in df.columns else [])
+    df = _need(probe_long(df), ["model", "layer", "accuracy"], "probe accuracy by layer")
+    panels = _groups(df, _panel_keys(df, base=("condition",), extra=("task",)))
     fig, axes = _figure(len(panels), sharey=True)
     cmap = colors_for(df["model"])
     for ax, (key, g) in zip(axes, panels):
@@ -799,8 +869,63 @@ def probe_layers(df: pd.DataFrame) -> Any:
     return fig
 
 
+# ------------------------------------------------------------------------------------------------ checks
+def _data_lines(ax) -> list:
+    """The axes' lines drawn in data coordinates (not axhline / axvline reference lines)."""
+    return [ln for ln in ax.get_lines() if ln.get_transform() == ax.transData and ln.get_visible()]
+
+
+def _finite(a) -> np.ndarray:
+    a = np.ma.filled(np.ma.asarray(a, dtype=float), np.nan).ravel()
+    return a[np.isfinite(a)]
+
+
+def empty_reason(fig) -> str | None:
+    """Why a figure is not worth showing, or None: ``nothing to draw`` when no line, marker, band or image holds a
+    finite value and no bar has a finite non-zero height (error bars and reference lines alone are not data);
+    ``one level`` when every data line has a single x value (a factor with one level: the section's table says
+    it better than one point on a padded axis)."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.image import AxesImage
+    from matplotlib.patches import Rectangle
+
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    has_data = False
+    xs_per_line = []
+    for ax in axes:
+        for ln in _data_lines(ax):
+            y = np.asarray(ln.get_ydata(), dtype=float)
+            x = np.asarray(ln.get_xdata(), dtype=float)
+            ok = np.isfinite(x) & np.isfinite(y)
+            if ok.any():
+                has_data = True
+                xs_per_line.append(len(np.unique(x[ok])))
+        for c in ax.collections:
+            if isinstance(c, LineCollection):
+                continue  # error bars and reference lines alone are not data
+            if _finite(c.get_offsets()).size or any(_finite(p.vertices).size for p in c.get_paths()):
+                has_data = True
+                xs_per_line.append(2)  # scatter / bands: not a single-level line plot
+        for p in ax.patches:
+            if isinstance(p, Rectangle) and np.isfinite(p.get_height()) and p.get_height() != 0:
+                has_data = True
+                xs_per_line.append(2)
+        for im in ax.images:
+            if isinstance(im, AxesImage) and _finite(im.get_array()).size:
+                has_data = True
+                xs_per_line.append(2)
+    if not has_data:
+        return "nothing to draw (every value is missing, or zero)"
+    if xs_per_line and max(xs_per_line) <= 1:
+        return "one level of the factor on the x axis (one point per line); the table shows the values"
+    return None
+
+
 __all__ = [
     "STRATEGY_COLORS",
+    "empty_reason",
+    "is_diffscore_row",
+    "probe_long",
     "accuracy_vs_rate",
     "churn_plot",
     "colors_for",

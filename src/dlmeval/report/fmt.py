@@ -316,7 +316,8 @@ def table_html(view: TableView) -> str:
         and pd.api.types.is_numeric_dtype(df[src])
         and not pd.api.types.is_bool_dtype(df[src])
     }
-    parts = [f'<table class="data" data-table="{html.escape(view.name)}">']
+    # a frame around every table: a table wider than the page scrolls inside it instead of running off the page
+    parts = [f'<div class="frame"><table class="data" data-table="{html.escape(view.name)}">']
     if view.caption:
         parts.append(f"<caption>{html.escape(view.caption)}</caption>")
     parts.append(
@@ -341,7 +342,7 @@ def table_html(view: TableView) -> str:
             cls = ' class="num"' if head in numeric else ""
             cells.append(f"<td{cls}>{text}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
-    parts.append("</tbody></table>")
+    parts.append("</tbody></table></div>")
     extra = len(df) - len(shown)
     if extra > 0:
         hint = f" ({view.more_hint})" if view.more_hint else ""

@@ -178,11 +178,18 @@ def render_run(run, related: Sequence[Any], options: dict[str, Any]) -> RunRepor
         used = [r.table] if r.table != ITEMS else []
         used += [u for u in r.uses if u in tables]
         claimed.update(used)
-        rep.sections.append(RenderedSection(r, sec, used))
+        why = prune(sec)
+        if why:
+            rep.omitted.append((r.title, "; ".join(why)))
+        if any(isinstance(b, TableView | FigureBlock) for b in sec.blocks):
+            rep.sections.append(RenderedSection(r, sec, used))
     for name in tables:
         if name in claimed:
             continue
         df = run.get_table(name)
+        if len(df) == 0:
+            rep.omitted.append((f"table {name}", "empty"))
+            continue
         sec = Section(f"Table {name}").table(
             TableView(
                 df,
@@ -193,6 +200,26 @@ def render_run(run, related: Sequence[Any], options: dict[str, Any]) -> RunRepor
         )
         rep.sections.append(RenderedSection(None, sec, [name]))
     return rep
+
+
+def prune(sec: Section) -> list[str]:
+    """Drop a section's empty tables and the figures with nothing worth drawing (no finite value, or one level of
+    the factor on their x axis: the section's table shows those numbers); returns why, one phrase each, for the
+    run's single "Not shown" line. Figures dropped are closed."""
+    why: list[str] = []
+    keep: list[Any] = []
+    for b in sec.blocks:
+        if isinstance(b, TableView) and len(b.df) == 0:
+            why.append(f"table {b.name or b.caption[:40]!s} is empty")
+            continue
+        if isinstance(b, FigureBlock):
+            reason = F.empty_reason(b.figure)
+            if reason:
+                why.append(f"figure: {reason}")
+                continue
+        keep.append(b)
+    sec.blocks[:] = keep
+    return why
 
 
 def collect(store, run_ids: Iterable[str] | None = None, **options: Any) -> Report:
@@ -238,11 +265,14 @@ p.meta, p.note, p.more, p.omitted, p.sig, .muted { color: var(--muted); font-siz
 p.omitted { font-style: italic; }
 code, .sig code { font: 12px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--bg2);
   padding: 1px 4px; border-radius: 3px; word-break: break-all; }
-table.data { border-collapse: collapse; margin: 8px 0 4px; font-size: 12.5px; display: block; overflow-x: auto;
-  max-width: 100%; }
+div.frame { max-width: 100%; overflow-x: auto; border: 1px solid var(--line); border-radius: 4px; margin: 8px 0 4px;
+  padding: 0 2px; }
+table.data { border-collapse: collapse; margin: 0; font-size: 12.5px; max-width: 100%; }
 table.data caption { caption-side: top; text-align: left; color: var(--muted); padding: 2px 0 6px; font-size: 12.5px; }
 table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left;
-  white-space: nowrap; vertical-align: top; }
+  vertical-align: top; overflow-wrap: break-word; }
+table.data td.num, table.data th.num { white-space: nowrap; }
+table.data td:first-child, table.data th:first-child { min-width: 9em; }
 table.data th { background: var(--bg2); font-weight: 600; }
 table.data td.num, table.data th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.data tr:hover td { background: #fbfbfc; }
@@ -356,7 +386,8 @@ def _signatures_html(report: Report) -> str:
         '<p class="note">Every result below carries the signature of the run that made it: dlmeval version, run '
         "kind, models with weight hashes, dtype, seed, config hash, torch and transformers versions. "
         "<code>dlmeval runs show RUN</code> prints the full configuration.</p>"
-        f'<table class="data" data-table="signatures"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        f'<div class="frame"><table class="data" data-table="signatures"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></section>"
     )
 
 

@@ -413,27 +413,9 @@ def _dgcg(ctx: Context) -> Section:
 
 
 def probe_long(probes: pd.DataFrame) -> pd.DataFrame:
-    """Long (model, condition, layer, accuracy, auroc) rows; a table with per-row lists ``layers`` /
-    ``accuracy`` / ``auroc`` (:class:`dlmeval.robustness.probes.ProbeResult`) is exploded."""
-    if "layer" in probes.columns:
-        return probes
-    rows = []
-    for r in probes.to_dict("records"):
-        layers, acc = r.get("layers"), r.get("accuracy")
-        if not isinstance(layers, list | tuple) or not isinstance(acc, list | tuple):
-            continue
-        auc = r.get("auroc") if isinstance(r.get("auroc"), list | tuple) else [np.nan] * len(layers)
-        for la, a, u in zip(layers, acc, auc):
-            rows.append(
-                {
-                    "model": r.get("model", "?"),
-                    "condition": r.get("condition", r.get("type", "all")),
-                    "layer": la,
-                    "accuracy": a,
-                    "auroc": u,
-                }
-            )
-    return pd.DataFrame(rows, columns=["model", "condition", "layer", "accuracy", "auroc"])
+    """Long (model, condition, layer, accuracy, auroc) rows of a probe table (:func:`dlmeval.report.figures.
+    probe_long`: one row per layer, or per-layer lists / space-separated strings)."""
+    return F.probe_long(probes)
 
 
 @register(
@@ -442,8 +424,18 @@ def probe_long(probes: pd.DataFrame) -> pd.DataFrame:
     kinds=ROBUST,
     table="probes",
     title="Linear probes by layer",
-    columns=("model", "accuracy"),
-    optional=("condition", "layer", "layers", "auroc", "best_layer"),
+    columns=("model",),
+    optional=(
+        "condition",
+        "task",
+        "layer",
+        "accuracy",
+        "layers",
+        "accuracy_by_layer",
+        "auroc",
+        "best_layer",
+        "best_accuracy",
+    ),
     n_figures=1,
     expected_from=WHO
     + ": per (model, condition) the ProbeResult fields (layers / accuracy / auroc lists) or one row per layer",
@@ -451,13 +443,15 @@ def probe_long(probes: pd.DataFrame) -> pd.DataFrame:
 def _probes(ctx: Context) -> Section:
     df = probe_long(ctx.df)
     if df.empty:
-        raise Omit("no per-layer probe accuracy (columns layer + accuracy, or lists layers + accuracy)")
+        raise Omit(
+            "no per-layer probe accuracy (columns layer + accuracy, or layers + accuracy_by_layer per row)"
+        )
     s = Section("Linear probes: is the corruption encoded?")
     s.figure(
         "Held-out accuracy of a linear probe telling corrupted from clean tokens, by layer (0.5 = chance).",
         F.probe_layers(df),
     )
-    keys = [c for c in ("model", "condition") if c in df.columns]
+    keys = [c for c in ("model", "task", "condition") if c in df.columns]
     rows = []
     for k, g in df.groupby(keys, sort=False):
         k = k if isinstance(k, tuple) else (k,)

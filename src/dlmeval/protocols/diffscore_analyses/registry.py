@@ -61,13 +61,8 @@ FIRST = ("bias", "adversarial", "ablation", "profiles", "latency", "templates")
 
 
 def _load() -> None:
-    from dlmeval.protocols import diffscore_analyses as pkg
-
-    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
-    for name in sorted(
-        set(names) - {"registry"}, key=lambda n: (FIRST.index(n) if n in FIRST else len(FIRST), n)
-    ):
-        importlib.import_module(f"{pkg.__name__}.{name}")
+    for name in _module_order():
+        importlib.import_module(f"{__package__}.{name}")
 
 
 def analyses() -> list[Analysis]:
@@ -81,12 +76,48 @@ def get(name: str) -> Analysis:
     return REGISTRY.get(name)
 
 
+def _module_order() -> list[str]:
+    from dlmeval.protocols import diffscore_analyses as pkg
+
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    return sorted(set(names) - {"registry"}, key=lambda n: (FIRST.index(n) if n in FIRST else len(FIRST), n))
+
+
+def declared_names() -> list[str]:
+    """The names the analysis modules register, read from their source with :mod:`ast` (first argument of each
+    ``@register("name", ...)``), in registration order, without importing them: ``--help`` lists the choices
+    without loading torch / pandas (a test checks this equals the names :func:`analyses` registers)."""
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    out: list[str] = []
+    for mod in _module_order():
+        found = []
+        for node in ast.walk(ast.parse((here / f"{mod}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for d in node.decorator_list:
+                    if (
+                        isinstance(d, ast.Call)
+                        and getattr(d.func, "id", None) == "register"
+                        and d.args
+                        and isinstance(d.args[0], ast.Constant)
+                        and isinstance(d.args[0].value, str)
+                    ):
+                        found.append((d.lineno, d.args[0].value))
+        out += [name for _, name in sorted(found)]
+    return out
+
+
 class Names(Sequence):
     """The registered names as a lazy sequence: argparse's ``choices`` reads it only when it checks a value or
-    prints help, so building the parser imports no analysis module (they pull in pandas)."""
+    prints help; both read the names from the modules' source (:func:`declared_names`) unless the modules are
+    already imported, so building the parser and ``--help`` import no analysis module (they pull in torch)."""
 
     def _names(self) -> list[str]:
-        return [a.name for a in analyses()]
+        if REGISTRY:
+            return [a.name for a in analyses()]
+        return declared_names()
 
     def __getitem__(self, i):  # type: ignore[override]
         return self._names()[i]

@@ -110,22 +110,21 @@ def fig_accuracy_vs_rate(t, d: Path, out: list[Path]) -> None:
 
 
 def fig_rdi_heatmap(t, d: Path, out: list[Path]) -> None:
+    """The report's RDI heat map (:func:`dlmeval.report.figures.rdi_heatmap`: type x rate, one colour scale
+    centred on 0), one PNG per task: the same figure in the output directory as in the HTML report."""
     acc = t.get("accuracy")
-    if not _ok(acc):
+    if not _ok(acc) or "type" not in acc.columns:
         return
-    plt = _plt()
+    from dlmeval.report import figures as F
+
     for task, g in _gen_first(acc).groupby("task", sort=False):
-        g = g[g["condition"] != "clean"]
-        if g.empty:
+        g = g[(g["condition"] != "clean") & (g["type"].astype(str) != "clean")]
+        if g.empty or not np.isfinite(pd.to_numeric(g["rdi"], errors="coerce")).any():
             continue
-        m = g.pivot_table(index="model", columns="condition", values="rdi", sort=False, dropna=False)
-        fig, ax = plt.subplots(figsize=(max(4, 0.32 * m.shape[1] + 2), 0.5 * m.shape[0] + 1.6))
-        im = ax.imshow(m.to_numpy(float), aspect="auto", cmap="Reds", vmin=0, vmax=1)
-        ax.set_yticks(range(m.shape[0]), m.index, fontsize=7)
-        ax.set_xticks(range(m.shape[1]), m.columns, rotation=90, fontsize=6)
-        fig.colorbar(im, ax=ax, label="RDI (blank: not above chance)")
-        ax.set_title(f"{task}: RDI per condition", fontsize=9)
-        _save(fig, d / f"rdi_heatmap_{task}.png", out)
+        fig = F.rdi_heatmap(g)
+        fig.suptitle(f"{task}: RDI per perturbation type and rate", fontsize=9)
+        fig.savefig(d / f"rdi_heatmap_{task}.png", dpi=110)
+        out.append(d / f"rdi_heatmap_{task}.png")
 
 
 def fig_clean_accuracy_ece(t, d: Path, out: list[Path]) -> None:

@@ -115,42 +115,20 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path, header
 
 
 def plot_reliability(reliability: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """One reliability diagram per (task, mode): accuracy vs mean confidence per bin, clean (solid) and noisy
-    (dashed), one colour per model; ``reliability_<task>_<mode>.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
+    """One reliability diagram per (task, mode), ``reliability_<task>_<mode>.png``: the report's figure
+    (:func:`dlmeval.report.figures.reliability_diagram`: one panel per model, one line per split), so the output
+    directory and the HTML report show the same diagram."""
+    paths: list[Path] = []
     if reliability is None or reliability.empty:
         return paths
+    from dlmeval.report import figures as F
+
     for (task, mode), g in reliability.groupby(["task", "mode"], sort=False):
-        fig, ax = plt.subplots(figsize=(4.5, 4.5))
-        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
-        for i, (model, gm) in enumerate(g.groupby("model", sort=False)):
-            for split, ls in (("clean", "-"), ("noisy", "--")):
-                gs = gm[(gm["split"] == split) & (gm["count"] > 0)]
-                if len(gs):
-                    ax.plot(
-                        gs["confidence"],
-                        gs["accuracy"],
-                        ls=ls,
-                        marker="o",
-                        ms=3,
-                        color=f"C{i}",
-                        label=f"{model} ({split})",
-                    )
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("confidence")
-        ax.set_ylabel("accuracy")
-        ax.set_title(f"{task} / {mode}")
-        ax.legend(fontsize=7, loc="upper left")
-        fig.tight_layout()
+        g = g.rename(columns={"split": "condition"}) if "condition" not in g.columns else g
+        fig = F.reliability_diagram(g.drop(columns=["task", "mode"]))
+        fig.suptitle(f"{task} / {mode}", fontsize=9)
         p = Path(out_dir) / f"reliability_{task}_{mode}.png"
         fig.savefig(p, dpi=120)
-        plt.close(fig)
         paths.append(p)
     return paths
 
