@@ -46,6 +46,7 @@ EXTRACTION = "regex: capitalised/number runs (entities), stop-word-delimited run
 SEP = "</s>"
 
 _TOKEN = re.compile(r"\w+(?:[-'.,]\w+)*|[^\w\s]")
+_PUNCT = frozenset(string.punctuation)
 
 
 def _stop_words() -> frozenset[str]:
@@ -93,7 +94,7 @@ def squad_f1(pred: str, gold: str) -> float:
     Hand-written: a dozen lines, and the field's copy lives in an evaluation script, not a kept package."""
 
     def tokens(s: str) -> list[str]:
-        s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+        s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
         return re.sub(r"\b(a|an|the)\b", " ", s).split()
 
     p, g = tokens(pred), tokens(gold)
