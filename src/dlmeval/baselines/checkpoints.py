@@ -1,6 +1,7 @@
 """Where a baseline's checkpoint comes from: a local directory, or a Hugging Face hub id read from the local cache
 (fetched only with ``allow_download``). One resolver for every baseline family (BERTScore, MoverScore, UniEval,
-AlignScore, G-Eval's local judge), so that each says the same thing when its weights are not on this machine."""
+AlignScore, QuestEval, G-Eval's local judge), so that each says the same thing when its weights are not on this
+machine."""
 
 from __future__ import annotations
 

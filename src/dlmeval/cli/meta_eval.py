@@ -132,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "family that runs by default)",
     )
     b = p.add_argument_group(
-        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore geval)"
+        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore questeval geval)"
     )
     for flag, what in (
         (
@@ -145,6 +145,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--alignscore-base",
             "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
         ),
+        ("--questeval-qg-model", "QuestEval question generator (default ThomasNLG/t5-qg_squad1-en)"),
+        ("--questeval-qa-model", "QuestEval question answerer (default ThomasNLG/t5-qa_squad2neg-en)"),
         ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
         ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
     ):
@@ -257,6 +259,8 @@ def _options(args):
         unieval_fact_model=args.unieval_fact_model,
         alignscore_model=args.alignscore_model,
         alignscore_base=args.alignscore_base,
+        questeval_qg_model=args.questeval_qg_model,
+        questeval_qa_model=args.questeval_qa_model,
         geval_judge=args.geval_judge,
         geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,

@@ -111,6 +111,7 @@ from dlmeval.protocols.meta_eval.ft import DiffScoreFTFamily
 from dlmeval.protocols.meta_eval.geval import GEvalFamily
 from dlmeval.protocols.meta_eval.gptscore import GPTScoreFamily
 from dlmeval.protocols.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
+from dlmeval.protocols.meta_eval.questeval import QuestEvalFamily
 from dlmeval.protocols.meta_eval.runner import SuiteReport, run_suite
 from dlmeval.protocols.meta_eval.suite import Component, Suite
 from dlmeval.protocols.meta_eval.tables import (
@@ -162,6 +163,7 @@ __all__ = [
     "TABLE_ORDER",
     "TASK_PROMPTS",
     "Timer",
+    "QuestEvalFamily",
     "UniEvalFamily",
     "Unit",
     "ar_directions_for",

@@ -46,6 +46,8 @@ class SuiteOptions:
     unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
     alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
     alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
+    questeval_qg_model: str | None = None  # ThomasNLG/t5-qg_squad1-en (QuestEval's question generator)
+    questeval_qa_model: str | None = None  # ThomasNLG/t5-qa_squad2neg-en (its question answerer)
     # G-Eval's judge: a causal LM spec (see `dlmeval models`) or an OpenAI-compatible endpoint URL (http...);
     # None: the family cannot run
     geval_judge: str | None = None
