@@ -35,6 +35,7 @@ STRATEGY_CHOICES = (
     "origin",
     "entropy",
     "maskgit",
+    "topk_margin",
 )
 
 
