@@ -206,3 +206,16 @@ def test_uncached_hub_id_and_bad_flags_fail_in_one_line_without_a_store(tmp_path
         assert msg in err and not store.exists(), err
     with pytest.raises(InputError, match="more than once"):
         SuiteOptions(benchmarks=("SummEval",), sources=(("SummEval", d, None), ("summeval", d, None))).check()
+
+
+def test_ranks_compare_the_dataset_a_benchmark_source_names(tmp_path):
+    from dlmeval.parallel.inputs import compare, local_inputs
+
+    d = save_dataset(tmp_path / "se", {"test": summeval_rows()})
+    argv = ["meta-eval", "--benchmark-source", "SummEval=se", "--benchmarks", "SummEval"]
+    got = local_inputs(argv, cwd=str(tmp_path))
+    assert got["se"][0] == d and compare([got, dict(got)]) is None
+    rows = summeval_rows()
+    rows[0]["coherence"] = 4.0
+    save_dataset(tmp_path / "se", {"test": rows})  # another copy of the dataset on "another rank"
+    assert compare([got, local_inputs(argv, cwd=str(tmp_path))]).startswith("ranks read different inputs: se")
