@@ -219,3 +219,16 @@ def test_ranks_compare_the_dataset_a_benchmark_source_names(tmp_path):
     rows[0]["coherence"] = 4.0
     save_dataset(tmp_path / "se", {"test": rows})  # another copy of the dataset on "another rank"
     assert compare([got, local_inputs(argv, cwd=str(tmp_path))]).startswith("ranks read different inputs: se")
+
+
+def test_diffscore_ft_trains_and_signs_on_the_sourced_rows(tmp_path, data_root):
+    from dlmeval.protocols.meta_eval import Suite
+
+    d = save_dataset(tmp_path / "se", {"test": summeval_rows()})
+    opts = SuiteOptions(benchmarks=("SummEval",), sources=(("SummEval", d, None),), ft=True,
+                        families=("lexical",), data_dir=str(data_root), progress=False)  # fmt: skip
+    ft = Suite(opts, None).family("ft")
+    data = ft.configuration()["data"]
+    assert data["SummEval"]["digest"] == load_bartscore_source("SummEval", d)[1]["digest"]
+    assert isinstance(data["Newsroom"], str)  # the pool's other sets: their files' digests
+    assert len(ft.context.frame_of("SummEval")) == 9  # the decontamination / training frame: the sourced rows
