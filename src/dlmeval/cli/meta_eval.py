@@ -51,6 +51,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or task groups SUM D2T WMT; default: all 12",
     )
     p.add_argument(
+        "--benchmark-source",
+        action="append",
+        default=[],
+        metavar="NAME[:SPLIT]=SOURCE",
+        help="read benchmark NAME from a 🤗 dataset in the BARTScore fields (docs/diffscore.md): a hub id (read "
+        "from the datasets cache, fetched only with --allow-download), a save_to_disk directory, or a parquet / "
+        "JSONL / CSV file; SPLIT defaults to the only split, else test; the rows' digest is in the run; repeatable",
+    )
+    p.add_argument(
         "--analysis",
         default=None,
         choices=ANALYSES,
@@ -234,6 +243,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _sources(values: list[str]) -> tuple[tuple[str, str, str | None], ...]:
+    """``NAME[:SPLIT]=SOURCE`` values as (benchmark, source, split)."""
+    from dlmeval.errors import InputError
+
+    out = []
+    for v in values:
+        name, eq, source = v.partition("=")
+        name, _, split = name.partition(":")
+        if not eq or not name.strip() or not source.strip():
+            raise InputError(
+                f"--benchmark-source {v!r}: write NAME=SOURCE or NAME:SPLIT=SOURCE (e.g. SummEval=summeval.jsonl)"
+            )
+        out.append((name.strip(), source.strip(), split.strip() or None))
+    return tuple(out)
+
+
 def _options(args):
     from dlmeval.parallel import current
     from dlmeval.protocols.meta_eval import FTOptions, SuiteOptions
@@ -244,6 +269,7 @@ def _options(args):
         suite=args.suite,
         benchmarks=_names(args.benchmarks),
         limit=args.limit,
+        sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
         dlm_adapter=args.adapter,

@@ -4,9 +4,9 @@ The ranks of a job run the same command line (checked with the code digest in
 :func:`dlmeval.parallel.context.init_from_env`), but a relative path in it names a different file on a rank
 started in another directory, and a node's local copy of a data directory can differ from another node's. Each
 rank resolves every command-line value that names an existing file or directory (options that name outputs:
-``--store``, ``--out``, ``--output``, ``-o``, ``--ft-dir`` left out) and the data directory (``--data-dir`` is on the
-command line already; else ``DLMEVAL_DATA`` or the default of :func:`dlmeval.data.paths.data_dir`), hashes its
-content (a directory: every file's relative path and bytes), and the ranks compare. Any difference stops every rank
+``--store``, ``--out``, ``--output``, ``-o``, ``--ft-dir`` left out; of a ``NAME=PATH`` value, the path too) and
+the data directory (``--data-dir`` is on the command line already; else ``DLMEVAL_DATA`` or the default of
+:func:`dlmeval.data.paths.data_dir`), hashes its content (a directory: every file's relative path and bytes), and the ranks compare. Any difference stops every rank
 with one line that names the differing paths as each rank resolved them, before a model is loaded or a store
 opened.
 """
@@ -36,6 +36,8 @@ def _candidates(argv: Sequence[str]) -> list[str]:
             continue
         if prev not in OUTPUT_OPTIONS and tok:
             out.append(tok)
+            if "=" in tok:  # a NAME=PATH value (meta-eval --benchmark-source SummEval=DIR): the path as well
+                out.append(tok.partition("=")[2])
         prev = ""
     return list(dict.fromkeys(out))
 

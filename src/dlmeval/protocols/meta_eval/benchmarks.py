@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.data.bartscore import BARTSCORE_BENCHMARKS, bartscore_path, load_bartscore
+from dlmeval.data.bartscore_hub import load_bartscore_source
 from dlmeval.errors import InputError
 from dlmeval.protocols import diffscore_protocols as P
 from dlmeval.registry import Registry
@@ -31,12 +32,24 @@ TABLE_ORDER = ["mt", "sum", "d2t"]
 
 
 @dataclass(frozen=True)
+class BenchmarkSource:
+    """A benchmark's data from a 🤗 dataset instead of its file (``--benchmark-source NAME[:SPLIT]=SOURCE``): a
+    hub id (read from the ``datasets`` cache; fetched only with ``allow_download``), a ``save_to_disk``
+    directory, or a parquet / JSONL / CSV file; ``split`` (None: the only split, else ``test``)."""
+
+    source: str
+    split: str | None = None
+    allow_download: bool = False
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One judged data set.
 
     ``reader(benchmark, data_dir, limit)`` returns its scoring frame (see :func:`scoring_frame` for the columns);
     ``data_file(data_dir)`` is the file whose digest goes into the configuration of the runs that depend on the
-    whole file. ``dimensions`` are the human judgment columns of the frame (``(P.DARR,)`` for pairwise sets, whose
+    whole file. ``source_reader(benchmark, source, limit)``, where a benchmark has one, reads the same frame from
+    a :class:`BenchmarkSource` and returns it with the rows' provenance (which then stands for the file digest). ``dimensions`` are the human judgment columns of the frame (``(P.DARR,)`` for pairwise sets, whose
     frame has ``pair_id`` / ``side`` instead). ``protocols`` are names of ``diffscore_protocols.PROTOCOLS``, the
     first one the headline. ``has_reference``: the targets are references (False: the source stands in, the
     factuality sets); ``english_source``: the source is English text, so the source directions (AR s2h / h2s)
@@ -62,6 +75,7 @@ class Benchmark:
     #: in its suite's default set and task group only when its data file is present (named explicitly, a missing
     #: file is an error): the sets that come from ``dlmeval data import``
     optional: bool = False
+    source_reader: Callable[[Benchmark, BenchmarkSource, int | None], tuple[pd.DataFrame, dict]] | None = None
 
     def present(self, data_dir: str | None = None) -> bool:
         try:
@@ -69,8 +83,18 @@ class Benchmark:
         except InputError:  # no data directory at all
             return False
 
-    def frame(self, data_dir: str | None = None, limit: int | None = None) -> pd.DataFrame:
+    def frame(
+        self, data_dir: str | None = None, limit: int | None = None, source: BenchmarkSource | None = None
+    ) -> pd.DataFrame:
+        if source is not None:
+            return self.read_source(source, limit)[0]
         return self.reader(self, data_dir, limit)
+
+    def read_source(self, source: BenchmarkSource, limit: int | None = None) -> tuple[pd.DataFrame, dict]:
+        """The scoring frame and the rows' provenance from a dataset source."""
+        if self.source_reader is None:
+            raise InputError(f"--benchmark-source {self.name}: this benchmark reads only its own data file")
+        return self.source_reader(self, source, limit)
 
     def config_for(self, dimension: str) -> str:
         """The DiffScore configuration the paper mapping uses for a human dimension."""
@@ -139,7 +163,9 @@ def task_groups(suite: str) -> dict[str, tuple[str, ...]]:
 
 
 # ---------------------------------------------------------------------------------------------- frames
-def scoring_frame(name: str, data_dir: str | None = None, limit: int | None = None) -> pd.DataFrame:
+def scoring_frame(
+    name: str, data_dir: str | None = None, limit: int | None = None, source: BenchmarkSource | None = None
+) -> pd.DataFrame:
     """One row per scored output of benchmark ``name``, in file order.
 
     Columns: ``key`` (store key prefix; the loader's item id with a digest of the row's texts, ``/better`` or
@@ -148,8 +174,9 @@ def scoring_frame(name: str, data_dir: str | None = None, limit: int | None = No
     (what DiffScore and the s2h/h2s directions condition on: the source, or the reference translation for WMT),
     ``targets`` (the texts reference-based metrics compare with: the references, or the source for the factuality
     sets), ``has_reference``, ``candidate``, then the human dimensions (pairwise sets: ``pair_id``, ``side``).
+    ``source``: read from a dataset instead of the benchmark's file.
     """
-    return get_benchmark(name).frame(data_dir, limit)
+    return get_benchmark(name).frame(data_dir, limit, source)
 
 
 def _content_digest(*texts: str) -> str:
@@ -157,11 +184,14 @@ def _content_digest(*texts: str) -> str:
     return hashlib.sha256("\x1e".join(texts).encode("utf-8")).hexdigest()[:12]
 
 
-def data_digest(name: str, data_dir: str | None = None) -> str:
+def data_digest(name: str, data_dir: str | None = None, source: BenchmarkSource | None = None) -> str | dict:
     """A digest of the data file of benchmark ``name`` (goes into the configuration of the runs that depend on
-    the whole file: the summary, DiffScore-FT)."""
+    the whole file: the summary, DiffScore-FT); from a ``source``, the rows' provenance instead (kind, id or
+    path, split, fields, row count, a digest of every row: one changed row is another run)."""
     from dlmeval.data.paths import file_digest
 
+    if source is not None:
+        return get_benchmark(name).read_source(source)[1]
     return file_digest(get_benchmark(name).data_file(data_dir))
 
 
@@ -197,7 +227,11 @@ def _limit_rows(df: pd.DataFrame, whole_docs: bool, limit: int | None) -> pd.Dat
 
 def read_bartscore_outputs(b: Benchmark, data_dir: str | None, limit: int | None) -> pd.DataFrame:
     """SUM / D2T ``data.pkl``: one row per judged output (see :func:`dlmeval.data.bartscore.load_bartscore`)."""
-    df = _limit_rows(load_bartscore(b.name, data_dir), b.task == "SUM", limit)
+    return _outputs_frame(b, load_bartscore(b.name, data_dir), limit)
+
+
+def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
+    df = _limit_rows(df, b.task == "SUM", limit)
     refs = [tuple(dict.fromkeys(r)) for r in df["references"]]
     digests = [
         _content_digest(s, *rf, c) for s, rf, c in zip(df["source"], refs, df["candidate"], strict=True)
@@ -223,7 +257,22 @@ def read_bartscore_outputs(b: Benchmark, data_dir: str | None, limit: int | None
 
 def read_bartscore_pairs(b: Benchmark, data_dir: str | None, limit: int | None) -> pd.DataFrame:
     """WMT DARR ``data.pkl``: two rows (better, worse) per judged pair; DiffScore conditions on the reference."""
-    df = _limit_rows(load_bartscore(b.name, data_dir), False, limit)
+    return _pairs_frame(b, load_bartscore(b.name, data_dir), limit)
+
+
+def read_bartscore_source(
+    b: Benchmark, source: BenchmarkSource, limit: int | None
+) -> tuple[pd.DataFrame, dict]:
+    """A BARTScore set from a 🤗 dataset in its fields (:mod:`dlmeval.data.bartscore_hub`): the frame of the pickle
+    readers and the rows' provenance."""
+    df, prov = load_bartscore_source(
+        b.name, source.source, split=source.split, allow_download=source.allow_download
+    )
+    return (_pairs_frame if b.task == "WMT" else _outputs_frame)(b, df, limit), prov
+
+
+def _pairs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
+    df = _limit_rows(df, False, limit)
     rows = []
     for r in df.itertuples(index=False):
         h = _content_digest(r.src, r.ref, r.better, r.worse)
@@ -263,5 +312,6 @@ for _s in BARTSCORE_BENCHMARKS.values():
             english_source=_s.task != "WMT",
             ft_pool=_s.task == "SUM" and not _s.reference_is_source,  # SummEval, Newsroom, REALSumm
             optional=not _s.shipped,
+            source_reader=read_bartscore_source,
         )
     )

@@ -68,7 +68,8 @@ class DiffScoreFTFamily(DiffScoreFamily):
             options=o.ft_options,
             load_base=self._load,
             load=self._load,
-            frame_of=lambda name: scoring_frame(name, o.data_dir, None),  # training never depends on --limit
+            # training never depends on --limit
+            frame_of=lambda name: scoring_frame(name, o.data_dir, None, o.source_for(name)),
             pool=self.pool(),
             seed=o.seed,
             progress=o.progress,
@@ -96,7 +97,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
             "estimator": o.estimator_record(),
             "ft": o.ft_options.describe(),
             "batching": dlm_batching(o),
-            "data": {b: data_digest(b, o.data_dir) for b in names},
+            "data": {b: data_digest(b, o.data_dir, o.source_for(b)) for b in names},
         }
 
     def models(self) -> list[Any]:

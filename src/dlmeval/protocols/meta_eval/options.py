@@ -8,7 +8,7 @@ from typing import Any
 
 from dlmeval.errors import InputError
 from dlmeval.protocols.diffscore_ft import FTOptions  # DiffScore-FT's own options (re-exported here)
-from dlmeval.protocols.meta_eval.benchmarks import SUITES, get_benchmark, task_groups
+from dlmeval.protocols.meta_eval.benchmarks import SUITES, BenchmarkSource, get_benchmark, task_groups
 from dlmeval.protocols.meta_eval.families import METRIC_FAMILIES, family_names
 
 #: the built-in families ``--metrics`` chooses from by default (every registered family with ``default = True``)
@@ -21,6 +21,10 @@ class SuiteOptions:
     suite: str = "bartscore"
     benchmarks: tuple[str, ...] | None = None  # default: every benchmark of the suite
     limit: int | None = None
+    # ``--benchmark-source NAME[:SPLIT]=SOURCE``: (benchmark, source, split) read from a 🤗 dataset (hub id, read
+    # from the cache and fetched only with allow_download; save_to_disk directory; parquet / JSONL / CSV) instead
+    # of the benchmark's data file
+    sources: tuple[tuple[str, str, str | None], ...] = ()
     # metric families (``--metrics``); None: every registered family with ``default = True``
     families: tuple[str, ...] | None = None
     dlm: str = "default"
@@ -92,13 +96,24 @@ class SuiteOptions:
             return tuple(self.families)
         return tuple(n for n in family_names() if METRIC_FAMILIES[n].default)
 
+    def source_for(self, name: str) -> BenchmarkSource | None:
+        """The dataset benchmark ``name`` is read from (None: its data file)."""
+        for bench, source, split in self.sources:
+            if get_benchmark(bench, self.suite).name == name:
+                return BenchmarkSource(source, split, self.allow_download)
+        return None
+
     def resolved_benchmarks(self) -> tuple[str, ...]:
         if self.suite not in SUITES:
             raise InputError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
         from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
 
         def here(names):  # an imported set joins the default set and its group once its file is there
-            return [n for n in names if not BENCHMARKS[n].optional or BENCHMARKS[n].present(self.data_dir)]
+            return [
+                n
+                for n in names
+                if not BENCHMARKS[n].optional or BENCHMARKS[n].present(self.data_dir) or self.source_for(n)
+            ]
 
         if not self.benchmarks:
             return tuple(here(SUITES[self.suite]))
@@ -177,4 +192,16 @@ class SuiteOptions:
 
         check_settings(self.device, self.dtype, self.seed)
         check_settings(self.evaluator_device, self.dtype, self.seed)
-        self.resolved_benchmarks()
+        chosen = self.resolved_benchmarks()
+        named = [get_benchmark(b, self.suite).name for b, _, _ in self.sources]
+        twice = sorted({n for n in named if named.count(n) > 1})
+        if twice:
+            raise InputError(
+                f"--benchmark-source names {', '.join(twice)} more than once; give one source each"
+            )
+        unused = [n for n in named if n not in chosen]
+        if unused:
+            raise InputError(
+                f"--benchmark-source {', '.join(unused)}: not among the benchmarks run ({', '.join(chosen)}); "
+                "add it to --benchmarks"
+            )

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.parallel import main_only
-from dlmeval.protocols.meta_eval.benchmarks import data_digest
 from dlmeval.protocols.meta_eval.options import SUITE_VERSION, SuiteOptions
 from dlmeval.protocols.meta_eval.suite import Suite
 from dlmeval.protocols.meta_eval.tables import absent_rows, markdown_tables, paper_tables, write_outputs
@@ -71,7 +70,7 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
             "suite": opts.suite,
             "benchmarks": list(suite.benchmarks),
             "limit": opts.limit,
-            "data": {b: data_digest(b, opts.data_dir) for b in suite.benchmarks},
+            "data": {b: suite.data_identity(b) for b in suite.benchmarks},
             "components": components,
             "bootstrap": opts.bootstrap,
             "confidence": opts.confidence,

@@ -50,7 +50,7 @@ class Suite:
         if data:
             for name in self.benchmarks:
                 self.frame(name)
-                data_digest(name, self.opts.data_dir)
+                self.data_identity(name)
         if models:
             for fam in self.families():
                 self.family(fam).load()
@@ -58,8 +58,15 @@ class Suite:
     def frame(self, name: str) -> pd.DataFrame:
         """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
         if name not in self._frames:
-            self._frames[name] = scoring_frame(name, self.opts.data_dir, self.opts.limit)
+            self._frames[name] = scoring_frame(
+                name, self.opts.data_dir, self.opts.limit, self.opts.source_for(name)
+            )
         return self._frames[name]
+
+    def data_identity(self, name: str) -> str | dict:
+        """What a run that depends on a benchmark's whole data records of it: the data file's digest, or the
+        provenance of the rows of its ``--benchmark-source`` (a digest of every row among them)."""
+        return data_digest(name, self.opts.data_dir, self.opts.source_for(name))
 
     # ------------------------------------------------------------------ models
     def dlm(self):
