@@ -422,6 +422,10 @@ class CareSpec:
         d["generation"].pop("batch_size")
         d.pop("name")
         d.pop("overrides")
+        # the records' version: 2 since the cells record ``mauve_n`` and a cell's PPL moved in the 8th digit when
+        # the model-family registry, the hub data layer and the work loop landed together, so a store written
+        # before is never resumed into the new numbers
+        d["records"] = 2
         if not self.corpora:
             d.pop("corpora")  # the signature of a spec without corpora tables stays what it was
         for k in ("resample_prompts",):
