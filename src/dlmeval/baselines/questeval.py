@@ -261,50 +261,18 @@ class QuestEvalScorer:
 
 def tiny_questeval(directory: str | Path, *, seed: int = 0) -> Path:
     """A tiny random T5 checkpoint (one directory serving as both QG and QA model, for tests) over a word-level
-    tokenizer that knows ``unanswerable``, ``sv1`` and the tiny word list. Weights are a pure function of ``seed``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
-
-    from dlmeval.models.tiny import TINY_WORDS
+    tokenizer that knows ``unanswerable``, ``sv1`` and the tiny word list. Weights are a pure function of ``seed``;
+    ``<pad>`` / ``<unk>`` (decoded to nothing) are never generated, so generated text has words to compare."""
+    from dlmeval.models.tiny import tiny_t5
 
     words = ["<pad>", "</s>", "<unk>", "unanswerable", "sv1", "?", ".", ",", "what", "who", "where",
              "Paris", "France", "London", "England", "The", "In", "1990"]  # fmt: skip
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words + list(TINY_WORDS)))}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.normalizer = normalizers.Replace("</s>", " ")  # separators carry no token here
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    return tiny_t5(
+        directory,
+        words,
+        seed=seed,
+        max_length=512,
+        join_decoder=True,
+        tie_word_embeddings=False,
+        never_generate=("<pad>", "<unk>"),
     )
-    tk.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", vocab["</s>"])]
-    )
-    tk.decoder = decoders.WordPiece(prefix="##")  # joins tokens with spaces
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        pad_token="<pad>",
-        eos_token="</s>",
-        unk_token="<unk>",
-        model_max_length=512,
-        model_input_names=["input_ids", "attention_mask"],
-    )
-    d = Path(directory)
-    tok.save_pretrained(str(d))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        cfg = T5Config(
-            vocab_size=len(vocab),
-            d_model=16,
-            d_kv=8,
-            d_ff=32,
-            num_layers=1,
-            num_heads=2,
-            decoder_start_token_id=0,
-            pad_token_id=0,
-            eos_token_id=1,
-            tie_word_embeddings=False,
-        )
-        model = T5ForConditionalGeneration(cfg)
-        with torch.no_grad():  # never <pad> / <unk> (decoded to nothing): generated text has words to compare
-            model.lm_head.weight[[vocab["<pad>"], vocab["<unk>"]]] = 0.0
-        model.save_pretrained(str(d))
-    return d

@@ -156,45 +156,9 @@ class UniEvalScorer:
 def tiny_unieval(directory: str | Path, *, seed: int = 0) -> Path:
     """A tiny random T5 checkpoint over a word-level tokenizer that knows ``Yes`` / ``No`` and UniEval's question
     words (for tests: loaded exactly as a real UniEval checkpoint). Weights are a pure function of ``seed``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
-
-    from dlmeval.models.tiny import TINY_WORDS
+    from dlmeval.models.tiny import tiny_t5
 
     words = ["<pad>", "</s>", "<unk>", "Yes", "No", "question", ":", "summary", "document", "claim",
              "paragraph", "reference", "utterance", "sentence", "Is", "coherent", "consistent", "fluent",
              "relevant", "informative", "according", "?"]  # fmt: skip
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words + list(TINY_WORDS)))}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.normalizer = normalizers.Replace("</s>", " ")  # the questions' separators carry no token here
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
-    tk.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", vocab["</s>"])]
-    )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        pad_token="<pad>",
-        eos_token="</s>",
-        unk_token="<unk>",
-        model_max_length=1024,
-        model_input_names=["input_ids", "attention_mask"],
-    )
-    d = Path(directory)
-    tok.save_pretrained(str(d))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        cfg = T5Config(
-            vocab_size=len(vocab),
-            d_model=16,
-            d_kv=8,
-            d_ff=32,
-            num_layers=1,
-            num_heads=2,
-            decoder_start_token_id=0,
-            pad_token_id=0,
-            eos_token_id=1,
-        )
-        T5ForConditionalGeneration(cfg).save_pretrained(str(d))
-    return d
+    return tiny_t5(directory, words, seed=seed, max_length=1024)

@@ -140,3 +140,68 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
             max_length=128,
         )
     raise ValueError(f"unknown tiny model kind {kind!r}; choose bert, llada, dream or causal")
+
+
+def tiny_t5(
+    directory,
+    words,
+    *,
+    seed: int = 0,
+    max_length: int = 1024,
+    join_decoder: bool = False,
+    tie_word_embeddings: bool = True,
+    never_generate=(),
+):
+    """A tiny random T5 checkpoint (a ``save_pretrained`` directory, loaded exactly as a real one) over a word-level
+    tokenizer of ``words`` + :data:`TINY_WORDS` whose first three entries must be ``<pad>``, ``</s>``, ``<unk>``.
+    ``</s>`` inside a text is a separator carrying no token; ``join_decoder`` decodes with spaces between tokens;
+    ``never_generate`` words get zero output weights. Weights are a pure function of ``seed`` (the UniEval and
+    QuestEval baselines' tests)."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    if list(words[:3]) != ["<pad>", "</s>", "<unk>"]:
+        raise ValueError("tiny_t5 needs <pad>, </s>, <unk> as its first three words")
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(list(words) + list(TINY_WORDS)))}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.normalizer = normalizers.Replace("</s>", " ")
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    )
+    tk.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", vocab["</s>"])]
+    )
+    if join_decoder:
+        tk.decoder = decoders.WordPiece(prefix="##")  # joins tokens with spaces
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=max_length,
+        model_input_names=["input_ids", "attention_mask"],
+    )
+    d = Path(directory)
+    tok.save_pretrained(str(d))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        cfg = T5Config(
+            vocab_size=len(vocab),
+            d_model=16,
+            d_kv=8,
+            d_ff=32,
+            num_layers=1,
+            num_heads=2,
+            decoder_start_token_id=0,
+            pad_token_id=0,
+            eos_token_id=1,
+            tie_word_embeddings=tie_word_embeddings,
+        )
+        model = T5ForConditionalGeneration(cfg)
+        if never_generate:
+            with torch.no_grad():
+                model.lm_head.weight[[vocab[w] for w in never_generate]] = 0.0
+        model.save_pretrained(str(d))
+    return d
