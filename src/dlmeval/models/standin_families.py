@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
 from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
-from dlmeval.models.standins import ASSETS, _words
+from dlmeval.models.standins import ASSETS, _words, built_once
 
 KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
 BUILD_VERSION = 1
@@ -353,24 +351,8 @@ def standin_dir(
 
 @lru_cache(maxsize=64)
 def _checkpoint(kind: str, seed: int, layers: int, hidden: int, root: str | None) -> Path:
-    from dlmeval.data.paths import cache_dir
-
-    base = Path(root) if root else cache_dir() / "standins"
-    base.mkdir(parents=True, exist_ok=True)
-    final = base / f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
-    if (final / "model.safetensors").exists():
-        return final
-    tmp = Path(tempfile.mkdtemp(dir=base, prefix=final.name + ".part-"))
-    try:
-        _build(kind, tmp, seed=seed, layers=layers, hidden=hidden)
-        try:
-            os.replace(tmp, final)
-        except OSError:  # another process finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return final
+    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
+    return built_once(name, lambda tmp: _build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
 
 
 def load_family_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):

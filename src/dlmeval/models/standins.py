@@ -111,16 +111,25 @@ def standin_checkpoint(
 
 @lru_cache(maxsize=64)
 def _checkpoint(kind: str, seed: int, layers: int, hidden: int, root: str | None) -> Path:
+    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
+    return built_once(name, lambda tmp: _build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+
+
+def built_once(name: str, build, root: str | None = None) -> Path:
+    """The stand-in checkpoint directory ``name`` under ``root`` (default ``<dlmeval cache>/standins``), written
+    by ``build(tmp_dir)`` the first time: into a temporary directory renamed into place, so a killed build or two
+    processes building at once never leave a half-written checkpoint. ``name`` carries a hash of the code that
+    builds it (every family's stand-ins use this)."""
     from dlmeval.data.paths import cache_dir
 
     base = Path(root) if root else cache_dir() / "standins"
     base.mkdir(parents=True, exist_ok=True)
-    final = base / f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
+    final = base / name
     if (final / "model.safetensors").exists():
         return final
     tmp = Path(tempfile.mkdtemp(dir=base, prefix=final.name + ".part-"))
     try:
-        _build(kind, tmp, seed=seed, layers=layers, hidden=hidden)
+        build(tmp)
         try:
             os.replace(tmp, final)
         except OSError:  # another process finished first
