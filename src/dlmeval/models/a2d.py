@@ -26,6 +26,7 @@ Quirks kept here (docs/models.md, "A2D"):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -303,9 +304,9 @@ FAMILY = register_family(
     )
 )
 FAMILY_BD3LM = register_family(
-    Family(
+    dataclasses.replace(  # the same facts as A2D's MDLM variant but the attention, the sampler's blocks, the ids
+        FAMILY,
         name="a2d-bd3lm",
-        kind="diffusion",
         prefix="a2d-bd3lm",
         description="dllm's AR-to-diffusion models trained as block diffusion (BD3LM): block-causal attention, "
         "sampled block by block (dlmeval.sampling.block); no remote code",
@@ -315,17 +316,8 @@ FAMILY_BD3LM = register_family(
         load_standin=_standin("a2d-bd3lm"),
         standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "
         "(tests)",
-        mask_sources=("tokenizer",),
-        bos="none",
-        padding_side="left",
-        tokenizer_quirks=_QUIRKS,
-        chat_template="optional",
-        logit_shift=0,
         attention="block-causal",
-        native_schedule="linear",
-        native_samplers={"low_confidence": "none", "random": "origin"},
         generation={"block_length": BD3LM_BLOCK},
         hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1",),
-        module=__name__,
     )
 )
