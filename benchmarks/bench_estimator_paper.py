@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from dlmeval.data.bartscore import load_bartscore  # noqa: E402
-from dlmeval.protocols.diffscore_protocols import summary_level  # noqa: E402
+from dlmeval.protocols.diffscore.paper_protocols import summary_level  # noqa: E402
 from dlmeval.scoring import DiffScorer, resolve_estimator  # noqa: E402
 
 DIMS = ("coherence", "consistency", "fluency", "relevance")

@@ -89,7 +89,7 @@ def test_checkpoint_with_objects_is_refused(tmp_path, align):
 
 def test_family_in_the_suite(tmp_path, data_root, align):
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
 
     ckpt, base, *_ = align
     kw = dict(families=("alignscore",), limit=2, bootstrap=0, progress=False, data_dir=str(data_root))

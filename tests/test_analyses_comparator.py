@@ -14,7 +14,7 @@ def tiny_bart_dir(tmp_path_factory):
 
 
 def _suite(tmp_path, data_root, tiny_encoder, **kw):
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
 
     opts = SuiteOptions(
         dlm="tiny-bert", ar="tiny-causal", encoder=tiny_encoder, n_masks=2, n_rates=2, bootstrap=0, progress=False,
@@ -25,8 +25,8 @@ def _suite(tmp_path, data_root, tiny_encoder, **kw):
 
 def test_bartscore_when_available(tmp_path, data_root, tiny_encoder, tiny_bart_dir):
     from dlmeval.baselines.seq2seq import load_seq2seq
-    from dlmeval.protocols.diffscore_analyses import run_analysis
-    from dlmeval.protocols.diffscore_analyses.bias import reversal_pairs
+    from dlmeval.protocols.diffscore.analyses import run_analysis
+    from dlmeval.protocols.diffscore.analyses.bias import reversal_pairs
 
     suite = _suite(tmp_path, data_root, tiny_encoder, bartscore_model=tiny_bart_dir)
     d = run_analysis("directional", suite, n_pairs=3)
@@ -40,7 +40,7 @@ def test_bartscore_when_available(tmp_path, data_root, tiny_encoder, tiny_bart_d
 
 
 def test_ar_otherwise_and_says_why(tmp_path, data_root, tiny_encoder, monkeypatch):
-    from dlmeval.protocols.diffscore_analyses import run_analysis
+    from dlmeval.protocols.diffscore.analyses import run_analysis
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-cache"))  # facebook/bart-large-cnn is not there
     suite = _suite(tmp_path, data_root, tiny_encoder)

@@ -5,8 +5,8 @@ from dlmeval.store import RunStore
 
 
 def test_cut_contexts_are_warned_and_marked(tmp_path, data_root):
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions, run_suite
-    from dlmeval.protocols.meta_eval.work import read_results
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite
+    from dlmeval.protocols.diffscore.meta_eval.work import read_results
 
     opts = SuiteOptions(
         families=("ar",), ar="tiny-causal", benchmarks=("SummEval",), limit=1, bootstrap=0, progress=False,

@@ -11,7 +11,7 @@ from dlmeval.store import RunStore
 
 
 def _opts(encoder, **kw):
-    from dlmeval.protocols.meta_eval import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
 
     base = dict(
         encoder=encoder,
@@ -29,7 +29,7 @@ def _opts(encoder, **kw):
 def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encoder, idf):
     from bert_score import BERTScorer
 
-    from dlmeval.protocols.meta_eval import Suite, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
 
     opts = _opts(tiny_encoder, data_dir=str(data_root), bertscore_idf=idf, bertscore_layer=1)
     store = RunStore(tmp_path / "s.sqlite")
@@ -68,7 +68,7 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
 
 
 def test_bertscore_idf_changes_the_run_and_the_numbers(tmp_path, data_root, tiny_encoder):
-    from dlmeval.protocols.meta_eval import Suite, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
 
     store = RunStore(tmp_path / "s.sqlite")
     a = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",))
@@ -164,7 +164,7 @@ def test_moverscore_idf_and_ngram_by_hand(tiny_encoder):
 def test_moverscore_best_reference_and_bad_settings(tiny_encoder):
     from dlmeval.baselines.moverscore import MoverScore
     from dlmeval.errors import InputError
-    from dlmeval.protocols.meta_eval import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
 
     ms = MoverScore(tiny_encoder, idf=False, device="cpu")
     two = ms.score(["the cat sat"], [["a dog ran", "the cat sat"]])[0]

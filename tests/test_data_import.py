@@ -47,7 +47,7 @@ def checkout(tmp_path):
 def test_import_then_seven_wmt_pairs(tmp_path, checkout, capsys):
     from dlmeval.cli.main import main
     from dlmeval.data.bartscore import load_bartscore
-    from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions, run_suite
 
     data = tmp_path / "data"
     assert main(["data", "import", str(checkout), "--data-dir", str(data)]) == 0
@@ -71,7 +71,7 @@ def test_import_then_seven_wmt_pairs(tmp_path, checkout, capsys):
 
 def test_shared_data_has_three_pairs_and_a_named_missing_pair_says_what_to_do(data_root):
     from dlmeval.errors import InputError
-    from dlmeval.protocols.meta_eval import SuiteOptions, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions, scoring_frame
 
     if (data_root / "meta-eval/bartscore/WMT/de-en/data.pkl").exists():
         pytest.skip("this data directory already has the imported pairs")

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from dlmeval.errors import InputError
-from dlmeval.protocols.diffscore_analyses import profile_stats as S
+from dlmeval.protocols.diffscore.analyses import profile_stats as S
 
 
 def _frame(docs, human, dims=("coherence",)):
@@ -161,7 +161,7 @@ def test_tier_profiles_hand_means():
 
 # ---------------------------------------------------------------------------------------------- latency, templates, families
 def test_latency_table_ratios():
-    from dlmeval.protocols.diffscore_analyses.latency import latency_table
+    from dlmeval.protocols.diffscore.analyses.latency import latency_table
 
     per = pd.DataFrame(
         {
@@ -184,7 +184,7 @@ def test_latency_table_ratios():
 
 
 def test_template_table_spread():
-    from dlmeval.protocols.diffscore_analyses.templates import TEMPLATES, template_table
+    from dlmeval.protocols.diffscore.analyses.templates import TEMPLATES, template_table
 
     assert len(TEMPLATES) == 7 and all("{source}" in t for t in TEMPLATES.values())
     vals = pd.DataFrame(
@@ -205,7 +205,7 @@ def test_template_table_spread():
 
 
 def test_families_side_by_side():
-    from dlmeval.protocols.diffscore_analyses.families import side_by_side
+    from dlmeval.protocols.diffscore.analyses.families import side_by_side
 
     long = pd.DataFrame(
         {
@@ -223,7 +223,7 @@ def test_families_side_by_side():
 # ---------------------------------------------------------------------------------------------- registry
 def test_registry_names_options_and_cli_choices():
     from dlmeval.cli.meta_eval import ANALYSES
-    from dlmeval.protocols.diffscore_analyses import registry as R
+    from dlmeval.protocols.diffscore.analyses import registry as R
 
     names = [a.name for a in R.analyses()]
     for n in (
@@ -264,7 +264,7 @@ def test_parser_build_imports_no_analysis_module():
     code = (
         "import sys, argparse; from dlmeval.cli import meta_eval as m; p = argparse.ArgumentParser();"
         " m.register(p.add_subparsers()); print('pandas' in sys.modules,"
-        " 'dlmeval.protocols.diffscore_analyses.profiles' in sys.modules)"
+        " 'dlmeval.protocols.diffscore.analyses.profiles' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
@@ -273,7 +273,7 @@ def test_parser_build_imports_no_analysis_module():
 # ---------------------------------------------------------------------------------------------- end to end
 @pytest.fixture(scope="module")
 def tiny_suite(tmp_path_factory, data_root, tiny_encoder):
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
     from dlmeval.store import RunStore
 
     d = tmp_path_factory.mktemp("analyses")
@@ -295,7 +295,7 @@ def tiny_suite(tmp_path_factory, data_root, tiny_encoder):
 
 
 def test_profile_analyses_end_to_end_share_one_run(tiny_suite):
-    from dlmeval.protocols.diffscore_analyses import run_analysis
+    from dlmeval.protocols.diffscore.analyses import run_analysis
 
     m = run_analysis("timestep-matrix", tiny_suite)
     pc = m["profile_correlation"]
@@ -315,7 +315,7 @@ def test_profile_analyses_end_to_end_share_one_run(tiny_suite):
     again = run_analysis("learned-weights", tiny_suite, folds=2)
     pd.testing.assert_frame_equal(lw["learned_weights"], again["learned_weights"])
     # K = T: one mask per rate, so the uniform weights give DiffScore itself (profile mean = score)
-    from dlmeval.protocols.diffscore_analyses.profiles import _profiles_run, benchmark_profiles
+    from dlmeval.protocols.diffscore.analyses.profiles import _profiles_run, benchmark_profiles
 
     frame, profs, rates, scores = benchmark_profiles(tiny_suite, "SummEval", _profiles_run(tiny_suite))
     assert np.allclose(profs["cond"].mean(axis=1), scores["cond"]) and rates.tolist() == [0.5, 1.0]
@@ -329,7 +329,7 @@ def test_profile_analyses_end_to_end_share_one_run(tiny_suite):
 
 
 def test_latency_templates_and_families_end_to_end(tiny_suite):
-    from dlmeval.protocols.diffscore_analyses import run_analysis
+    from dlmeval.protocols.diffscore.analyses import run_analysis
 
     lat = run_analysis("latency", tiny_suite, warmup=1, max_outputs=3)
     t = lat["latency"].set_index("family")
@@ -365,7 +365,7 @@ def test_latency_templates_and_families_end_to_end(tiny_suite):
 
 
 def test_report_sections_of_the_new_analyses(tiny_suite):
-    from dlmeval.protocols.diffscore_analyses import run_analysis
+    from dlmeval.protocols.diffscore.analyses import run_analysis
     from dlmeval.report import collect
     from dlmeval.report.registry import FigureBlock
 
@@ -390,7 +390,7 @@ def test_report_sections_of_the_new_analyses(tiny_suite):
 
 
 def test_ablation_rows_on_the_tiny_models(tiny_suite):
-    from dlmeval.protocols.diffscore_analyses.ablation import run_ablation
+    from dlmeval.protocols.diffscore.analyses.ablation import run_ablation
 
     rows = (
         ("K", "2", {"n_masks": 2, "n_rates": 2}),
@@ -406,7 +406,7 @@ def test_ablation_rows_on_the_tiny_models(tiny_suite):
 def test_selection_runs_are_keyed_by_benchmarks_and_limit():
     from types import SimpleNamespace
 
-    from dlmeval.protocols.diffscore_analyses.registry import analysis_run
+    from dlmeval.protocols.diffscore.analyses.registry import analysis_run
 
     seen = []
     store = SimpleNamespace(open_run=lambda kind, cfg, models, seed, cl: seen.append((kind, cfg)) or cfg)

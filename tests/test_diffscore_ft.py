@@ -10,7 +10,7 @@ import pytest
 
 from dlmeval.errors import InputError
 from dlmeval.models import load_diffusion, tiny_model
-from dlmeval.protocols.diffscore_ft import (
+from dlmeval.protocols.diffscore.ft import (
     FTContext,
     FTOptions,
     benchmark_pairs,
@@ -61,7 +61,7 @@ def test_decontaminate_by_hand():
 
 @pytest.mark.parametrize("name", ["SummEval", "REALSumm", "BAGEL", "QAGS_CNN"])
 def test_the_training_set_of_a_benchmark_holds_none_of_its_texts(data_root, name):
-    from dlmeval.protocols.meta_eval import scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import scoring_frame
 
     frames = {}
 
@@ -165,9 +165,9 @@ def test_ft_options_check():
 
 
 def test_ft_rows_for_every_benchmark_of_the_table():
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
-    from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
-    from dlmeval.protocols.meta_eval.families import get_family
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS
+    from dlmeval.protocols.diffscore.meta_eval.families import get_family
 
     suite = Suite(SuiteOptions(dlm="tiny-bert", ft=True, progress=False), None)
     fam = get_family("ft")(suite)

@@ -306,7 +306,7 @@ def test_cli_score_preset_paper_records_the_resolved_settings(capsys):
 def test_meta_eval_preset_reaches_the_suite_options():
     from dlmeval.cli.main import build_parser
     from dlmeval.cli.meta_eval import _options
-    from dlmeval.protocols.meta_eval import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
 
     def opts(*flags):
         return _options(build_parser().parse_args(["meta-eval", *flags]))

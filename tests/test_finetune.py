@@ -239,7 +239,7 @@ def test_train_help_lists_the_paper_defaults(capsys):
 
 
 def test_meta_eval_loads_the_adapter_onto_its_model(tmp_path):
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
 
     info = finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
     opts = SuiteOptions(
@@ -255,7 +255,7 @@ def test_meta_eval_loads_the_adapter_onto_its_model(tmp_path):
 
 
 def test_meta_eval_scores_an_adapter_in_its_training_layout(tmp_path):
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
 
     finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
     ft = load_diffusion("tiny-llada", adapter=str(tmp_path / "a"))

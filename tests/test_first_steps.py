@@ -40,7 +40,7 @@ print("HEAVY", heavy)
 
 def test_spelled_out_choices_match_their_registries():
     from dlmeval.cli.sample import STRATEGY_CHOICES
-    from dlmeval.protocols.diffscore_analyses import registry
+    from dlmeval.protocols.diffscore.analyses import registry
     from dlmeval.sampling.strategies import STRATEGIES
 
     assert STRATEGY_CHOICES == tuple(STRATEGIES)

@@ -21,7 +21,7 @@ def cnn_like(tmp_path):
 
 
 def test_local_dataset_dir_and_parquet(cnn_like):
-    from dlmeval.protocols.ft_train_data import describe_training_data, read_training_pairs
+    from dlmeval.protocols.diffscore.ft_data import describe_training_data, read_training_pairs
 
     d, pq = cnn_like
     assert read_training_pairs(str(d)) == [
@@ -36,7 +36,7 @@ def test_local_dataset_dir_and_parquet(cnn_like):
 
 def test_hub_id_offline_names_allow_download(monkeypatch, tmp_path):
     from dlmeval.errors import InputError
-    from dlmeval.protocols.ft_train_data import _read
+    from dlmeval.protocols.diffscore.ft_data import _read
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-cache"))
     _read.cache_clear()
@@ -49,7 +49,7 @@ def test_hub_id_offline_names_allow_download(monkeypatch, tmp_path):
 
 def test_ft_options_record_the_training_set(cnn_like):
     from dlmeval.errors import InputError
-    from dlmeval.protocols.diffscore_ft import FTOptions
+    from dlmeval.protocols.diffscore.ft import FTOptions
 
     d, pq = cnn_like
     o = FTOptions(train_data=str(d))

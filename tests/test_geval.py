@@ -89,7 +89,7 @@ def test_local_judge_equals_the_hand_computation(judge):
 def test_family_in_the_suite(tmp_path, data_root, judge):
     from dlmeval.baselines.geval import FORMS, LocalJudge
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
 
     kw = dict(families=("geval",), limit=2, bootstrap=0, progress=False, data_dir=str(data_root))
     opts = SuiteOptions(benchmarks=("gu-en",), geval_judge="judge", **kw)

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from dlmeval.errors import InputError
-from dlmeval.protocols import diffscore_protocols as P
-from dlmeval.protocols.meta_eval import (
+from dlmeval.protocols.diffscore import paper_protocols as P
+from dlmeval.protocols.diffscore.meta_eval import (
     SuiteOptions,
     diffscore_calls,
     judged_for,
@@ -273,7 +273,7 @@ def test_suite_end_to_end_all_benchmarks(full_run):
 
 
 def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, monkeypatch, tiny_encoder):
-    from dlmeval.protocols import meta_eval
+    from dlmeval.protocols.diffscore import meta_eval
 
     kw = dict(
         data_dir=str(data_root),
@@ -377,7 +377,7 @@ def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys, tiny_encoder):
 def test_ft_rows_in_the_same_table_and_resume_without_training(tmp_path, data_root, tiny_encoder):
     """The suite's call site of DiffScore-FT (its training scheme is tested in test_diffscore_ft.py): one adapter
     per training set, FT keys beside the zero-shot ones, FT comparisons, and a rerun that trains nothing."""
-    from dlmeval.protocols.meta_eval import FTOptions
+    from dlmeval.protocols.diffscore.meta_eval import FTOptions
 
     ft_dir = tmp_path / "ft"
     opts = _opts(
@@ -413,7 +413,7 @@ def test_ft_rows_in_the_same_table_and_resume_without_training(tmp_path, data_ro
 
 # ---------------------------------------------------------------------------------------------- analyses
 def test_positional_stats_hand_values():
-    from dlmeval.protocols.diffscore_analyses import positional_stats
+    from dlmeval.protocols.diffscore.analyses import positional_stats
 
     st = positional_stats([[1, 2], [3, 4], [5, 6]], min_count=2)
     assert st["position_means"] == [3.0, 4.0] and st["position_stds"] == [2.0, 2.0]
@@ -423,7 +423,7 @@ def test_positional_stats_hand_values():
 
 
 def test_directional_pairs_and_consistency():
-    from dlmeval.protocols.diffscore_analyses import RELATIONS, consistency_stats, reversal_pairs
+    from dlmeval.protocols.diffscore.analyses import RELATIONS, consistency_stats, reversal_pairs
 
     pairs = reversal_pairs(200, seed=0)
     assert len(pairs) == 200 and pairs["pair_id"].is_unique
@@ -440,7 +440,7 @@ def test_directional_pairs_and_consistency():
 
 
 def test_adversarial_variants(data_root):
-    from dlmeval.protocols.diffscore_analyses import adversarial_set, disfluent
+    from dlmeval.protocols.diffscore.analyses import adversarial_set, disfluent
     from dlmeval.seeding import numpy_rng
 
     frame = scoring_frame("SummEval", data_root, limit=64)
@@ -456,8 +456,8 @@ def test_adversarial_variants(data_root):
 
 
 def test_analyses_run_on_tiny_models(tmp_path, data_root, tiny_encoder):
-    from dlmeval.protocols.diffscore_analyses import run_analysis
-    from dlmeval.protocols.meta_eval import Suite
+    from dlmeval.protocols.diffscore.analyses import run_analysis
+    from dlmeval.protocols.diffscore.meta_eval import Suite
 
     suite = Suite(
         _opts(tiny_encoder, data_dir=str(data_root), limit=20, chunk_size=8), RunStore(tmp_path / "s.sqlite")
@@ -493,7 +493,7 @@ def test_cli_allow_download_and_max_tokens_reach_the_model_and_the_scorer(monkey
     import dlmeval.models.registry as registry
     from dlmeval.cli.main import build_parser
     from dlmeval.cli.meta_eval import _options
-    from dlmeval.protocols.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import Suite
 
     args = build_parser().parse_args(
         [

@@ -16,7 +16,7 @@ def tiny_bart_dir(tmp_path_factory):
 
 
 def _opts(**kw):
-    from dlmeval.protocols.meta_eval import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
 
     base = dict(
         dlm="tiny-bert",
@@ -33,7 +33,7 @@ def _opts(**kw):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, data_root, tiny_bart_dir):
-    from dlmeval.protocols.meta_eval import run_suite
+    from dlmeval.protocols.diffscore.meta_eval import run_suite
 
     d = tmp_path_factory.mktemp("suite")
     opts = _opts(
@@ -44,7 +44,7 @@ def run(tmp_path_factory, data_root, tiny_bart_dir):
 
 
 def test_families_are_registered_and_off_by_default():
-    from dlmeval.protocols.meta_eval import METRIC_FAMILIES, SuiteOptions, family_names
+    from dlmeval.protocols.diffscore.meta_eval import METRIC_FAMILIES, SuiteOptions, family_names
 
     assert {"bartscore", "gptscore"} <= set(family_names())
     assert not METRIC_FAMILIES["bartscore"].default and not METRIC_FAMILIES["gptscore"].default
@@ -53,7 +53,7 @@ def test_families_are_registered_and_off_by_default():
 
 def test_bartscore_family_scores_what_the_building_block_scores(run, data_root, tiny_bart_dir):
     from dlmeval.baselines.seq2seq import bartscore, load_seq2seq
-    from dlmeval.protocols.meta_eval import scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import scoring_frame
 
     opts, rep, store = run
     frame = scoring_frame("SummEval", str(data_root), limit=8)
@@ -63,7 +63,7 @@ def test_bartscore_family_scores_what_the_building_block_scores(run, data_root, 
         sc, list(rows["candidate"]), sources=list(rows["cond_source"]), directions=("s2h", "h2s")
     )
     # SummEval coherence maps to bidir, whose BARTScore counterpart is (s2h + h2s) / 2 (sbi)
-    from dlmeval.protocols.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import Suite
 
     suite = Suite(opts, store)
     scores = suite.scores("SummEval", frame)
@@ -91,7 +91,7 @@ def test_bartscore_family_scores_what_the_building_block_scores(run, data_root, 
 
 
 def test_paper_marks_are_the_williams_tests_at_the_table_level(run, data_root):
-    from dlmeval.protocols.meta_eval import Suite, judged_for, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import Suite, judged_for, scoring_frame
     from dlmeval.stats.marks import williams_at_level
 
     opts, rep, store = run
@@ -129,7 +129,7 @@ def test_paper_marks_are_the_williams_tests_at_the_table_level(run, data_root):
 
 
 def test_bartscore_family_without_checkpoint_says_which_option(tmp_path, data_root):
-    from dlmeval.protocols.meta_eval import run_suite
+    from dlmeval.protocols.diffscore.meta_eval import run_suite
 
     opts = _opts(data_dir=str(data_root), benchmarks=("BAGEL",), limit=2, families=("bartscore",))
     store = RunStore(tmp_path / "s.sqlite")

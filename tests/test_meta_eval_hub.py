@@ -13,7 +13,7 @@ from hub_data import cache_hub_dataset, save_dataset
 
 from dlmeval.data.bartscore_hub import load_bartscore_source
 from dlmeval.errors import DataFormatError, InputError
-from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
+from dlmeval.protocols.diffscore.meta_eval import SuiteOptions, run_suite
 from dlmeval.store import RunStore
 
 DIMS = ("coherence", "consistency", "fluency", "relevance")
@@ -222,7 +222,7 @@ def test_ranks_compare_the_dataset_a_benchmark_source_names(tmp_path):
 
 
 def test_diffscore_ft_trains_and_signs_on_the_sourced_rows(tmp_path, data_root):
-    from dlmeval.protocols.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import Suite
 
     d = save_dataset(tmp_path / "se", {"test": summeval_rows()})
     opts = SuiteOptions(benchmarks=("SummEval",), sources=(("SummEval", d, None),), ft=True,

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dlmeval.errors import InputError
-from dlmeval.protocols.meta_eval import (
+from dlmeval.protocols.diffscore.meta_eval import (
     BENCHMARKS,
     METRIC_FAMILIES,
     SUITES,

@@ -13,7 +13,7 @@ def _wide():
 
 
 def test_markdown_bold_best_underline_second():
-    from dlmeval.protocols.meta_eval.tables import markdown_table
+    from dlmeval.protocols.diffscore.meta_eval.tables import markdown_table
 
     lines = markdown_table(_wide()).splitlines()
     assert lines[2] == "| m1 | 0.300 | <u>0.100</u> |"  # B: 0.2 best, the two 0.1 tie for second

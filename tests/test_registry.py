@@ -58,8 +58,8 @@ def test_order_pop_and_restore():
 
 
 def test_every_pluggable_kind_refuses_a_duplicate_name():
-    from dlmeval.protocols.meta_eval import METRIC_FAMILIES
-    from dlmeval.protocols.meta_eval.benchmarks import BENCHMARKS
+    from dlmeval.protocols.diffscore.meta_eval import METRIC_FAMILIES
+    from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS
     from dlmeval.protocols.robust.probes import PROBES
     from dlmeval.report.registry import REGISTRY as SECTIONS
     from dlmeval.report.registry import renderers

@@ -190,8 +190,8 @@ def real_runs(store, data_root, tmp: Path) -> dict[str, str]:
     from dlmeval.models import tiny_model
     from dlmeval.protocols import robust as rb
     from dlmeval.protocols.care import load_spec, run_care
-    from dlmeval.protocols.diffscore_analyses import run_analysis
-    from dlmeval.protocols.meta_eval import Suite, SuiteOptions, run_suite
+    from dlmeval.protocols.diffscore.analyses import run_analysis
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite
     from dlmeval.scoring import DiffScorer
 
     ids: dict[str, str] = {}

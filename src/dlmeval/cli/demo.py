@@ -116,7 +116,7 @@ def _runner_kwargs(args) -> dict:
 
 def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
     """DiffScore-Fast and every baseline against human judgments on the first documents of two BARTScore sets."""
-    from dlmeval.protocols.meta_eval import SuiteOptions, run_suite
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions, run_suite
 
     opts = SuiteOptions(
         benchmarks=("QAGS_XSUM", "SFHOT"),

@@ -1,7 +1,7 @@
 """``dlmeval meta-eval``: the DiffScore meta-evaluation suite on the 12 BARTScore benchmarks, and its analyses.
 
     dlmeval meta-eval --suite bartscore [--benchmarks SummEval gu-en ...] [--fast] [--limit N] [--out DIR]
-    dlmeval meta-eval --analysis NAME [--limit N] [--out DIR]   (NAME: see dlmeval.protocols.diffscore_analyses)
+    dlmeval meta-eval --analysis NAME [--limit N] [--out DIR]   (NAME: see dlmeval.protocols.diffscore.analyses)
 
 Every per-item score goes into the run store (``--store``) as it is computed, so a rerun of the same command
 resumes where it stopped and prints the same tables. Tables are printed as Markdown and written to ``--out`` (default
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from dlmeval.cli.common import add_runtime_args, emit
-from dlmeval.protocols.diffscore_analyses.registry import CLI_OPTIONS, Names
+from dlmeval.protocols.diffscore.analyses.registry import CLI_OPTIONS, Names
 
 # the analyses' registry is the one list of names (read when argparse checks a value or prints help)
 ANALYSES = Names()
@@ -261,7 +261,7 @@ def _sources(values: list[str]) -> tuple[tuple[str, str, str | None], ...]:
 
 def _options(args):
     from dlmeval.parallel import current
-    from dlmeval.protocols.meta_eval import FTOptions, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import FTOptions, SuiteOptions
 
     device = current().device(args.device)  # cuda:LOCAL_RANK per rank under torchrun
 
@@ -337,7 +337,7 @@ def _options(args):
 def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
-    from dlmeval.protocols.meta_eval import Suite, run_suite, write_outputs
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, write_outputs
     from dlmeval.store.access import check_writable_store
 
     opts = _options(args)
@@ -353,7 +353,7 @@ def run(args) -> int:
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     if args.analysis:
-        from dlmeval.protocols.diffscore_analyses.registry import parse_options, run_analysis
+        from dlmeval.protocols.diffscore.analyses.registry import parse_options, run_analysis
 
         kw = parse_options(
             args.analysis, args.analysis_option, {k: getattr(args, k, None) for k in CLI_OPTIONS}

@@ -32,14 +32,14 @@ TABLE_NOTES = {
 
 def _protocol_tag(protocol: str) -> str:
     try:
-        from dlmeval.protocols.diffscore_protocols import PROTOCOL_TAGS
+        from dlmeval.protocols.diffscore.paper_protocols import PROTOCOL_TAGS
 
         return PROTOCOL_TAGS.get(protocol, protocol)
     except ImportError:  # the protocols package is optional for reading a store
         return protocol
 
 
-#: the ``test`` of the comparison records that carry the paper's marks (``protocols/meta_eval/paper_marks.py``)
+#: the ``test`` of the comparison records that carry the paper's marks (``protocols/diffscore/meta_eval/paper_marks.py``)
 PAPER_MARKS_TEST = "williams (paper marks)"
 
 

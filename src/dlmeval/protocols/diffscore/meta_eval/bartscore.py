@@ -1,0 +1,126 @@
+"""The ``bartscore`` family: BARTScore proper, seq2seq likelihood with BART-large-CNN (the paper's ``†`` baseline),
+through :mod:`dlmeval.baselines.seq2seq`.
+
+Directions where the benchmark has the texts (as the ``ar`` family): s2h, h2s, sbi = (s2h + h2s) / 2 with an
+English source; r2h, h2r, F (BARTScore's ``avg_f``) with references; the empty-source analogue of a marginal. The
+"(paper mapping)" row follows BARTScore's own per-dimension protocol (:func:`bartscore_direction`: s->h for
+summarization and factuality, h->r for REALSumm coverage, F for data-to-text and MT), not the AR family's mapping.
+
+Off by default (``--metrics ... bartscore`` switches it on): the checkpoint is not shipped; ``--bartscore-model
+DIR`` (``SuiteOptions.bartscore_model``) points at a local copy of ``facebook/bart-large-cnn`` (or, with
+``--allow-download``, the hub id is fetched).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from dlmeval.protocols.diffscore.meta_eval.ar import ar_directions_for
+from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
+
+BARTSCORE_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
+_ARROWS = {
+    "s2h": "s->h",
+    "h2s": "h->s",
+    "sbi": "(s->h + h->s)/2",
+    "r2h": "r->h",
+    "h2r": "h->r",
+    "f": "F=(r->h + h->r)/2",
+    "mar": "empty source",
+    "mapped": "(paper mapping)",
+}
+HINT = (
+    "pass --bartscore-model DIR (SuiteOptions(bartscore_model=DIR)): a local copy of facebook/bart-large-cnn"
+)
+
+
+@register_family
+class BARTScoreFamily(MetricFamily):
+    name = "bartscore"
+    rank = 32  # after the AR likelihood rows
+    kind = "meta-eval-bartscore"
+    default = False  # no checkpoint ships with dlmeval: asked for with --metrics
+    order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")
+    mapped = "bartscore:mapped"
+    paper_row = "BARTScore"
+    needs = "--bartscore-model DIR (facebook/bart-large-cnn) or --allow-download"
+
+    @property
+    def spec(self) -> str:
+        from dlmeval.baselines.seq2seq import BART_LARGE_CNN
+
+        return self.opts.bartscore_model or BART_LARGE_CNN
+
+    def scorer(self):
+        """The seq2seq scorer (an already loaded one from the suite's ``models`` under the spec, else loaded)."""
+        if getattr(self, "_scorer", None) is None:
+            from dlmeval.baselines.seq2seq import load_seq2seq
+
+            o = self.opts
+            got = self.suite.models.get(self.spec)
+            self._scorer = got or load_seq2seq(
+                self.spec,
+                allow_download=o.allow_download,
+                device=o.evaluator_device or o.device,
+                dtype=o.dtype,
+                batch_size=o.ar_batch_size,
+                hint=HINT,
+            )
+        return self._scorer
+
+    def load(self) -> None:
+        self.scorer()
+
+    def configuration(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {
+            "score": "mean-target-logprob-with-special-tokens",
+            "max_length": self.scorer().max_length,
+        }
+        if self.opts.ar_max_refs is not None:
+            cfg["max_refs"] = int(self.opts.ar_max_refs)
+        return cfg
+
+    def models(self) -> list[Any]:
+        return [self.scorer()]
+
+    def metrics(self, bench) -> list[str]:
+        return [f"bartscore:{d}" for d in ar_directions_for(bench.name)]
+
+    def compute(self, frame, chunk):
+        from dlmeval.baselines.seq2seq import bartscore
+
+        directions = ar_directions_for(frame["benchmark"].iat[0])
+        rows = [frame.iloc[u.rows[0]] for u in chunk]
+        wants_refs = any(d in directions for d in ("r2h", "h2r", "f"))
+        got = bartscore(
+            self.scorer(),
+            [r["candidate"] for r in rows],
+            sources=[r["cond_source"] for r in rows],
+            references=[r["targets"][: self.opts.ar_max_refs] for r in rows] if wants_refs else None,
+            directions=directions,
+        )
+        return {
+            u.uid: {f"bartscore:{d}": {"score": float(got[d][i])} for d in directions}
+            for i, u in enumerate(chunk)
+        }
+
+    @functools.cached_property
+    def model_label(self) -> str:
+        return refs_label(self.scorer().name, self.opts)
+
+    def label(self, metric: str) -> str:
+        return f"BARTScore {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}]"
+
+    def mapped_source(self, bench, dimension: str) -> str | None:
+        d = bartscore_direction(bench.task, dimension)
+        return f"bartscore:{d}" if d in ar_directions_for(bench.name) else None
+
+
+def bartscore_direction(task: str, dimension: str) -> str:
+    """BARTScore's own choice of direction per dimension (Yuan et al. 2021, section 3 and the per-task tables):
+    recall h->r for REALSumm's coverage (litepyramid recall), the faithfulness direction s->h for the other
+    summarization dimensions and the factuality sets, F = (r->h + h->r) / 2 for data-to-text and MT."""
+    if task == "SUM":
+        return "h2r" if dimension == "litepyramid_recall" else "s2h"
+    return "f"

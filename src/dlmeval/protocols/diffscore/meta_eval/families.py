@@ -1,0 +1,193 @@
+"""The metric-family interface and its registry.
+
+A metric family is a group of metrics scored by one component: one run in the store (its ``kind`` and
+:meth:`MetricFamily.configuration` make the run id, so changing one family recomputes only that family), a list of
+metric ids per benchmark, a chunk computation, and table labels. The suite knows families only through this
+interface; the built-in ones are ``lexical``, ``embedding`` (:mod:`.baselines`), ``ar`` (:mod:`.ar`),
+``diffscore`` and ``ft`` (:mod:`.diffscore`, :mod:`.ft`). Adding one::
+
+    @register_family
+    class MyFamily(MetricFamily):
+        name = "mine"                  # --metrics name, the records' "family"
+        kind = "meta-eval-mine"        # run kind in the store
+        rank = 25                      # rows after the embedding baselines, before AR
+        order = ("mine:a", "mine:b")   # metric ids in table order
+
+        def configuration(self):       # everything the numbers depend on (besides the models)
+            return {"metrics": list(self.order)}
+
+        def metrics(self, bench):      # metric ids this family yields on a benchmark
+            return list(self.order)
+
+        def compute(self, frame, chunk):  # {unit uid: {metric id: {"score": float, ...}}}
+            rows = [frame.iloc[u.rows[0]] for u in chunk]
+            return {u.uid: {"mine:a": {"score": ...}, "mine:b": {"score": ...}} for u, r in zip(chunk, rows)}
+
+        def label(self, metric):
+            return {"mine:a": "Mine A", "mine:b": "Mine B"}[metric]
+
+then import its module in ``meta_eval/__init__.py`` (the registration happens on import; ``rank``, not the
+import order, places it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dlmeval.errors import InputError
+from dlmeval.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dlmeval.protocols.diffscore.meta_eval.benchmarks import Benchmark
+    from dlmeval.protocols.diffscore.meta_eval.work import Unit
+
+
+class MetricFamily:
+    """One component of the suite. Instances are made by the suite (``family(suite)``), one per suite."""
+
+    #: ``--metrics`` name, the ``family`` of the result records, the key of ``Suite.components``
+    name: ClassVar[str] = ""
+    #: the run kind in the store
+    kind: ClassVar[str] = ""
+    #: chosen with ``--metrics`` (False: switched on by an option of its own, see :meth:`enabled`)
+    listed: ClassVar[bool] = True
+    #: run when ``--metrics`` is not given
+    default: ClassVar[bool] = True
+    #: place among the families: scoring order and table row order (built-ins: lexical 10, embedding 20,
+    #: ar 30, diffscore 40, ft 50; ties keep registration order)
+    rank: ClassVar[float] = 100
+    #: metric ids in table order (ids not listed sort after them, by label)
+    order: ClassVar[tuple[str, ...]] = ()
+    #: the id of the family's "(paper mapping)" row, if it has one (see :meth:`mapped_source`)
+    mapped: ClassVar[str | None] = None
+    #: the paper's baseline row this family provides (None: none); a suite that does not run it gets a row
+    #: "NAME (absent: why)" in its tables (:meth:`absent`)
+    paper_row: ClassVar[str | None] = None
+    #: what the family needs to run, for that row and for errors (e.g. "--unieval-model DIR or --allow-download")
+    needs: ClassVar[str] = ""
+
+    def __init__(self, suite: Any):
+        self.suite = suite
+        self._run = None
+
+    @property
+    def opts(self):
+        """The suite's options (read through the suite: an analysis may replace them on a built suite)."""
+        return self.suite.opts
+
+    # ------------------------------------------------------------------ selection
+    @classmethod
+    def enabled(cls, opts: Any) -> bool:
+        """Whether the suite runs this family under ``opts``."""
+        return cls.name in opts.selected_families()
+
+    @classmethod
+    def absent(cls, opts: Any) -> str | None:
+        """Why this family's paper row is not in a suite run under ``opts`` (None: it runs)."""
+        if cls.enabled(opts):
+            return None
+        return f"not run; add it with --metrics ... {cls.name}" + (f" ({cls.needs})" if cls.needs else "")
+
+    def applies(self, bench: Benchmark) -> bool:
+        """Whether the family scores ``bench`` at all (default: every benchmark)."""
+        return True
+
+    # ------------------------------------------------------------------ the run
+    def load(self) -> None:
+        """Load the models the family needs (called before any run is opened: a bad spec fails early)."""
+
+    def configuration(self) -> dict[str, Any]:
+        """The run configuration: everything the scores depend on besides the models and the seed."""
+        raise NotImplementedError
+
+    def models(self) -> list[Any]:
+        """Models (or identities) recorded in the run's signature."""
+        return []
+
+    def opened(self, run: Any) -> None:
+        """Called once the run is open (e.g. to record a warning about what is unavailable)."""
+
+    @property
+    def run(self):
+        if self._run is None:
+            self._run = self.suite._open(self.kind, self.configuration(), self.models())
+            self.opened(self._run)
+        return self._run
+
+    @property
+    def family(self) -> str:  # the old Component.family
+        return self.name
+
+    # ------------------------------------------------------------------ scoring
+    def metrics(self, bench: Benchmark) -> list[str]:
+        """Metric ids this family yields on ``bench`` (each stored as ``"{row key}|{metric id}"``)."""
+        raise NotImplementedError
+
+    def compute(self, frame: pd.DataFrame, chunk: list[Unit]) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{unit uid: {metric id: result dict with a "score"}}`` for one chunk (read a unit's texts from
+        ``frame.iloc[unit.rows[0]]``)."""
+        raise NotImplementedError
+
+    def score(self, bench: Benchmark, frame: pd.DataFrame, units: Sequence[Unit], done: set[str]) -> int:
+        """Compute and store every pending unit of ``bench``; returns the units computed. Default: the suite's
+        chunk loop over :meth:`compute` (override for a family that needs more, e.g. DiffScore-FT's adapters)."""
+        from dlmeval.protocols.diffscore.meta_eval.work import run_chunks
+
+        return run_chunks(
+            self.run,
+            frame,
+            units,
+            self.metrics(bench),
+            lambda chunk: self.compute(frame, chunk),
+            chunk_size=self.opts.chunk_size,
+            done=done,
+            label=f"{bench.name} {self.name}",
+            progress=self.opts.progress,
+        )
+
+    # ------------------------------------------------------------------ tables
+    def label(self, metric: str) -> str:
+        """The table row label of a metric id (also of :attr:`mapped`)."""
+        raise NotImplementedError
+
+    def mapped_source(self, bench: Benchmark, dimension: str) -> str | None:
+        """The metric id whose scores the :attr:`mapped` row reads on ``(bench, dimension)`` (None: no row)."""
+        return None
+
+    def comparisons(self, rows: Sequence[str]) -> list[tuple[str, str]]:
+        """Significance tests on the primary protocol: ``(metric a, metric b)`` pairs among the benchmark's
+        ``rows`` (default: none)."""
+        return []
+
+
+#: listed in rank (table) order, ties in registration order
+METRIC_FAMILIES: Registry[type[MetricFamily]] = Registry("metric family", order=lambda c: c.rank)
+
+
+def register_family(cls: type[MetricFamily]) -> type[MetricFamily]:
+    """Class decorator: make a metric family available by its ``name`` (a name taken by another class is
+    refused)."""
+    if not getattr(cls, "name", None) or not getattr(cls, "kind", None):
+        raise TypeError(f"{cls.__name__} needs class attributes `name` and `kind`")
+    if not issubclass(cls, MetricFamily):
+        raise TypeError(f"{cls.__name__} is not a MetricFamily")
+    return METRIC_FAMILIES.add(cls.name, cls)
+
+
+def get_family(name: str) -> type[MetricFamily]:
+    if name not in METRIC_FAMILIES:
+        raise InputError(f"unknown metric family {name!r}; choose from {', '.join(family_names())}")
+    return METRIC_FAMILIES[name]
+
+
+def family_names() -> tuple[str, ...]:
+    """The families ``--metrics`` chooses from, in rank (table) order."""
+    return tuple(n for n, c in METRIC_FAMILIES.items() if c.listed)
+
+
+def refs_label(name: str, opts) -> str:
+    """A likelihood family's model label, with the reference limit (``--ar-max-refs``) when one applies."""
+    return name if opts.ar_max_refs is None else f"{name}, best of first {opts.ar_max_refs} refs"
