@@ -131,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     except DlmevalError as e:
         if args.debug:
             raise
-        print(f"dlmeval: error: {who}{e}", file=sys.stderr)
+        # one write of the whole line: the ranks of a job share one stderr, and print's separate write of the
+        # newline let two ranks' lines run together
+        sys.stderr.write(f"dlmeval: error: {who}{e}\n")
+        sys.stderr.flush()
         return 2
     except KeyboardInterrupt:
         print("dlmeval: interrupted; a rerun of the same command resumes where it stopped", file=sys.stderr)
