@@ -40,6 +40,10 @@ TEXTS = [
 ]
 SOURCES = [f"source text number {i} about {t.split()[-1]}" for i, t in enumerate(TEXTS)]
 
+SAMPLE_ARGS = ["--json", "sample", "--model", "tiny-llada", "--prompts", "p.txt", "--num-samples", "2",
+               "--length", "8", "--steps", "8", "--strategy", "low_confidence", "--temperature", "0.5",
+               "--batch-size", "2"]  # fmt: skip
+
 COMMANDS: dict[str, tuple[int, list[str]]] = {
     "care": (1, ["care", "care-tiny", "--out", "o-care"]),
     "robust": (1, ["robust", "robust-tiny", "--out", "o-robust"]),
@@ -123,52 +127,8 @@ COMMANDS: dict[str, tuple[int, list[str]]] = {
             "2",
         ],
     ),  # fmt: skip
-    "sample": (
-        1,
-        [
-            "--json",
-            "sample",
-            "--model",
-            "tiny-llada",
-            "--prompts",
-            "p.txt",
-            "--num-samples",
-            "2",
-            "--length",
-            "8",
-            "--steps",
-            "8",
-            "--strategy",
-            "low_confidence",
-            "--temperature",
-            "0.5",
-            "--batch-size",
-            "2",
-        ],
-    ),  # fmt: skip
-    "sample-2ranks": (
-        2,
-        [
-            "--json",
-            "sample",
-            "--model",
-            "tiny-llada",
-            "--prompts",
-            "p.txt",
-            "--num-samples",
-            "2",
-            "--length",
-            "8",
-            "--steps",
-            "8",
-            "--strategy",
-            "low_confidence",
-            "--temperature",
-            "0.5",
-            "--batch-size",
-            "2",
-        ],
-    ),  # fmt: skip
+    "sample": (1, SAMPLE_ARGS),
+    "sample-2ranks": (2, SAMPLE_ARGS),  # the same command on two ranks
 }
 
 
