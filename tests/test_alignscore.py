@@ -89,7 +89,13 @@ def test_checkpoint_with_objects_is_refused(tmp_path, align):
 
 def test_family_in_the_suite(tmp_path, data_root, align):
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import (
+        Suite,
+        SuiteInputs,
+        SuiteOptions,
+        run_suite,
+        scoring_frame,
+    )
 
     ckpt, base, *_ = align
     kw = dict(families=("alignscore",), limit=2, bootstrap=0, progress=False, data_dir=str(data_root))
@@ -106,4 +112,4 @@ def test_family_in_the_suite(tmp_path, data_root, align):
         max(sc.score(list(r["targets"]), [r["candidate"]] * len(r["targets"]))), abs=1e-6
     )
     with pytest.raises(ModelNotFoundError, match="--alignscore-model"):
-        Suite(SuiteOptions(benchmarks=("BAGEL",), **kw), None).prepare()
+        SuiteInputs(SuiteOptions(benchmarks=("BAGEL",), **kw)).prepare()

@@ -523,7 +523,7 @@ def test_a_failing_meta_eval_leaves_the_finished_shared_run_done(data_root, tmp_
     def boom(*a, **k):
         raise RuntimeError("the DiffScore component crashed")
 
-    monkeypatch.setattr("dlmeval.protocols.diffscore.meta_eval.Suite._compute_diffscore", boom)
+    monkeypatch.setattr("dlmeval.protocols.diffscore.meta_eval.Suite.compute_diffscore", boom)
     with pytest.raises(RuntimeError, match="crashed"):  # a failure after the runs were opened
         main([*base, "--metrics", "lexical", "diffscore", "--model", "tiny-bert", "-K", "2", "-T", "2"])
     with RunStore(store) as st:

@@ -165,11 +165,11 @@ def test_ft_options_check():
 
 
 def test_ft_rows_for_every_benchmark_of_the_table():
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions
     from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS
     from dlmeval.protocols.diffscore.meta_eval.families import get_family
 
-    suite = Suite(SuiteOptions(dlm="tiny-bert", ft=True, progress=False), None)
+    suite = SuiteInputs(SuiteOptions(dlm="tiny-bert", ft=True, progress=False))
     fam = get_family("ft")(suite)
     assert "ft" in suite.families()
     assert [b for b in BENCHMARKS.values() if b.suite == "bartscore" and not fam.applies(b)] == []

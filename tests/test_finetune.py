@@ -239,29 +239,29 @@ def test_train_help_lists_the_paper_defaults(capsys):
 
 
 def test_meta_eval_loads_the_adapter_onto_its_model(tmp_path):
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions
 
     info = finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
     opts = SuiteOptions(
         dlm="tiny-llada", dlm_adapter=str(tmp_path / "a"), benchmarks=("BAGEL",), progress=False
     )
-    m = Suite(opts, None).dlm()
+    m = SuiteInputs(opts).dlm()
     assert m.adapter.sha256 == info.sha256
     assert m.identity().as_dict()["adapter"]["sha256"] == info.sha256
     assert (
         "adapter"
-        not in Suite(SuiteOptions(dlm="tiny-llada", progress=False), None).dlm().identity().as_dict()
+        not in SuiteInputs(SuiteOptions(dlm="tiny-llada", progress=False)).dlm().identity().as_dict()
     )
 
 
 def test_meta_eval_scores_an_adapter_in_its_training_layout(tmp_path):
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions
 
     finetune(tiny_model("llada"), PAIRS, FinetuneConfig(**TINY_FT), tmp_path / "a", progress=False)
     ft = load_diffusion("tiny-llada", adapter=str(tmp_path / "a"))
     layout = ft.adapter.settings["layout"]
     assert layout["chat"] is True  # the stand-in has a chat template: the paper's layout
-    suite = Suite(SuiteOptions(dlm="tiny-llada", progress=False), None)
+    suite = SuiteInputs(SuiteOptions(dlm="tiny-llada", progress=False))
     scorer = suite.scorer("SUM", ft, "ft:test", layout={"chat": layout["chat"], "prompt": layout["prompt"]})
     rows = conditional_examples(ft, PAIRS, chat=True)
     for ex, p in zip(rows, PAIRS):

@@ -89,7 +89,13 @@ def test_local_judge_equals_the_hand_computation(judge):
 def test_family_in_the_suite(tmp_path, data_root, judge):
     from dlmeval.baselines.geval import FORMS, LocalJudge
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import (
+        Suite,
+        SuiteInputs,
+        SuiteOptions,
+        run_suite,
+        scoring_frame,
+    )
 
     kw = dict(families=("geval",), limit=2, bootstrap=0, progress=False, data_dir=str(data_root))
     opts = SuiteOptions(benchmarks=("gu-en",), geval_judge="judge", **kw)
@@ -102,7 +108,7 @@ def test_family_in_the_suite(tmp_path, data_root, judge):
     assert got[0] == pytest.approx(want, abs=1e-5)
     assert any("dlmeval's form" in lab for lab in rep.results["label"])
     with pytest.raises(ModelNotFoundError, match="--geval-judge"):
-        Suite(SuiteOptions(benchmarks=("gu-en",), **kw), None).prepare()
+        SuiteInputs(SuiteOptions(benchmarks=("gu-en",), **kw)).prepare()
 
 
 def test_endpoint_judge_reads_top_logprobs():

@@ -284,7 +284,7 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
     ref = run_suite(_opts(tiny_encoder, **kw), RunStore(tmp_path / "a.sqlite"))
 
     calls = {"n": 0}
-    real = meta_eval.Suite._compute_diffscore
+    real = meta_eval.Suite.compute_diffscore
 
     def flaky(self, *a, **k):
         calls["n"] += 1
@@ -293,10 +293,10 @@ def test_suite_resumes_after_a_crash_with_identical_tables(tmp_path, data_root, 
         return real(self, *a, **k)
 
     store = RunStore(tmp_path / "b.sqlite")
-    monkeypatch.setattr(meta_eval.Suite, "_compute_diffscore", flaky)
+    monkeypatch.setattr(meta_eval.Suite, "compute_diffscore", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_suite(_opts(tiny_encoder, **kw), store)
-    monkeypatch.setattr(meta_eval.Suite, "_compute_diffscore", real)
+    monkeypatch.setattr(meta_eval.Suite, "compute_diffscore", real)
     again = run_suite(_opts(tiny_encoder, **kw), store)
     assert (
         again.timing["units_computed"].sum() < ref.timing["units_computed"].sum()
@@ -493,7 +493,7 @@ def test_cli_allow_download_and_max_tokens_reach_the_model_and_the_scorer(monkey
     import dlmeval.models.registry as registry
     from dlmeval.cli.main import build_parser
     from dlmeval.cli.meta_eval import _options
-    from dlmeval.protocols.diffscore.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs
 
     args = build_parser().parse_args(
         [
@@ -513,7 +513,7 @@ def test_cli_allow_download_and_max_tokens_reach_the_model_and_the_scorer(monkey
     real_d, real_c = registry.load_diffusion, registry.load_causal_lm
     monkeypatch.setattr(registry, "load_diffusion", lambda spec, **kw: seen.append(kw) or real_d(spec, **kw))
     monkeypatch.setattr(registry, "load_causal_lm", lambda spec, **kw: seen.append(kw) or real_c(spec, **kw))
-    suite = Suite(opts, None)
+    suite = SuiteInputs(opts)
     suite.dlm(), suite.ar()
     assert [kw["allow_download"] for kw in seen] == [True, True]
     model = suite.dlm()

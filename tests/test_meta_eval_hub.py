@@ -222,12 +222,13 @@ def test_ranks_compare_the_dataset_a_benchmark_source_names(tmp_path):
 
 
 def test_diffscore_ft_trains_and_signs_on_the_sourced_rows(tmp_path, data_root):
-    from dlmeval.protocols.diffscore.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs
+    from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
 
     d = save_dataset(tmp_path / "se", {"test": summeval_rows()})
     opts = SuiteOptions(benchmarks=("SummEval",), sources=(("SummEval", d, None),), ft=True,
                         families=("lexical",), data_dir=str(data_root), progress=False)  # fmt: skip
-    ft = Suite(opts, None).family("ft")
+    ft = METRIC_FAMILIES["ft"](SuiteInputs(opts))
     data = ft.configuration()["data"]
     assert data["SummEval"]["digest"] == load_bartscore_source("SummEval", d)[1]["digest"]
     assert isinstance(data["Newsroom"], str)  # the pool's other sets: their files' digests

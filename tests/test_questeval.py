@@ -91,7 +91,12 @@ def test_scores_equal_the_hand_computation(t5_dir):
 
 def test_family_in_the_suite(tmp_path, data_root, t5_dir):
     from dlmeval.baselines.questeval import QuestEvalScorer
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import (
+        Suite,
+        SuiteOptions,
+        run_suite,
+        scoring_frame,
+    )
 
     opts = SuiteOptions(
         families=("questeval",),
@@ -128,7 +133,7 @@ def test_family_in_the_suite(tmp_path, data_root, t5_dir):
 
 def test_missing_checkpoint_is_one_line(data_root):
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions
 
     opts = SuiteOptions(
         families=("questeval",), benchmarks=("BAGEL",), limit=2, progress=False, data_dir=str(data_root)
@@ -138,4 +143,4 @@ def test_missing_checkpoint_is_one_line(data_root):
         match=r"^QuestEval: ThomasNLG/t5-qg_squad1-en is not on this machine; pass --questeval-qg-model DIR "
         r"\(a local copy\), or --allow-download$",
     ):
-        Suite(opts, None).prepare()
+        SuiteInputs(opts).prepare()

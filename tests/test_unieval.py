@@ -64,7 +64,12 @@ def test_scores_equal_the_hand_computation(t5_dir):
 
 def test_family_in_the_suite(tmp_path, data_root, t5_dir):
     from dlmeval.baselines.unieval import UniEvalScorer, bool_qa_input
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions, run_suite, scoring_frame
+    from dlmeval.protocols.diffscore.meta_eval import (
+        Suite,
+        SuiteOptions,
+        run_suite,
+        scoring_frame,
+    )
 
     opts = SuiteOptions(
         families=("unieval",),
@@ -105,7 +110,7 @@ def test_family_in_the_suite(tmp_path, data_root, t5_dir):
 
 def test_missing_checkpoint_is_one_line(tmp_path, data_root):
     from dlmeval.errors import ModelNotFoundError
-    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions
 
     opts = SuiteOptions(
         families=("unieval",), benchmarks=("BAGEL",), limit=2, progress=False, data_dir=str(data_root)
@@ -113,4 +118,4 @@ def test_missing_checkpoint_is_one_line(tmp_path, data_root):
     with pytest.raises(
         ModelNotFoundError, match=r"MingZhong/unieval-sum is not on this machine; pass --unieval-model"
     ):
-        Suite(opts, None).prepare()
+        SuiteInputs(opts).prepare()

@@ -337,7 +337,7 @@ def _options(args):
 def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
-    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, write_outputs
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs, run_suite, write_outputs
     from dlmeval.store.access import check_writable_store
 
     opts = _options(args)
@@ -358,14 +358,14 @@ def run(args) -> int:
         kw = parse_options(
             args.analysis, args.analysis_option, {k: getattr(args, k, None) for k in CLI_OPTIONS}
         )
-    suite = Suite(opts, None, command_line=command_line)
+    inputs = SuiteInputs(opts)
     if args.analysis:
-        suite.dlm()
+        inputs.dlm()
     else:
-        suite.prepare()
+        inputs.prepare()
     with open_store(args.store) as store:
-        suite.store = store
         if args.analysis:
+            suite = Suite(inputs, store, command_line=command_line)
             tables = run_analysis(args.analysis, suite, **kw)
             if not current().is_main:
                 return 0  # rank 0 writes the outputs
@@ -386,7 +386,7 @@ def run(args) -> int:
                 text + f"\ntables: {out}/",
             )
             return 0
-        report = run_suite(opts, store, command_line=command_line, suite=suite)
+        report = run_suite(opts, store, command_line=command_line, inputs=inputs)
         if report is None:
             return 0  # data parallel: rank 0 writes the outputs
         out = Path(args.out or f"meta-eval-{report.run.run_id}")

@@ -48,7 +48,7 @@ ABLATIONS: tuple[tuple[str, str, dict], ...] = (
 def run_ablation(suite, ablations=ABLATIONS) -> dict[str, pd.DataFrame]:
     """Each variant is a DiffScore component of its own (resumable, shared with the main suite when the
     estimator matches); summary-level Spearman per SummEval dimension with the paper mapping."""
-    from dlmeval.protocols.diffscore.meta_eval import Suite
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs
 
     o = suite.opts
     rows = []
@@ -69,10 +69,11 @@ def run_ablation(suite, ablations=ABLATIONS) -> dict[str, pd.DataFrame]:
             scheme=kw.get("scheme", "balanced"),
             weighting=kw.get("weighting", "mlp"),
         )
-        v = Suite(v_opts, suite.store, command_line=suite.command_line)
-        v._dlm = suite.dlm()
+        # the bootstrap is off (the ablation reports point values); the models already loaded are shared
+        inputs = SuiteInputs(replace(v_opts, bootstrap=0), models=suite.models)
+        v = Suite(inputs, suite.store, command_line=suite.command_line)
         v.score_benchmark("SummEval", "diffscore")
-        res, _ = replace_bootstrap(v).evaluate_benchmark("SummEval")
+        res, _ = v.evaluate_benchmark("SummEval")
         df = pd.DataFrame(res)
         sel = df[(df["metric"] == "diffscore:mapped") & (df["protocol"] == "doc_spearman")]
         for r in sel.itertuples(index=False):
@@ -90,9 +91,3 @@ def run_ablation(suite, ablations=ABLATIONS) -> dict[str, pd.DataFrame]:
     )
     store_tables(run, {"ablation": table})
     return {"ablation": table}
-
-
-def replace_bootstrap(v):
-    """The same suite without bootstrap CIs (the ablation reports point values)."""
-    v.opts = replace(v.opts, bootstrap=0)
-    return v

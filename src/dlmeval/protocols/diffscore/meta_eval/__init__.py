@@ -40,7 +40,7 @@ Williams test or paired bootstrap), the paper-style ``mt`` / ``sum`` / ``d2t`` t
 
 Layout of the package (the suite, the evaluation and the tables go through the two registries; names of
 families appear only where one row is compared with another: a family's ``comparisons``, the table marks, and
-``Suite._compute_diffscore``, the DiffScore seam the two DiffScore families share):
+``Suite.compute_diffscore``, the DiffScore seam the two DiffScore families share):
 
 =================  ===========================================================================================
 ``benchmarks``     :class:`Benchmark` entries and their registry (``register_benchmark``, ``get_benchmark``),
@@ -49,7 +49,8 @@ families appear only where one row is compared with another: a family's ``compar
 ``baselines``      ``lexical`` and ``embedding``; ``ar``: the AR likelihood family; ``diffscore``, ``ft``;
                    ``bartscore``, ``gptscore`` (with ``paper_marks``, the paper's significance marks)
 ``work``           :class:`Unit`, :func:`make_units`, :func:`run_chunks` (THE chunk loop), the timer
-``suite``          :class:`Suite`: models, component runs, scoring over benchmarks x families, score vectors
+``inputs``         :class:`SuiteInputs`: options, benchmark frames, models (validated before a store opens)
+``suite``          :class:`Suite`: component runs in a store, scoring over benchmarks x families, score vectors
 ``evaluate``       result records and significance comparisons of one benchmark
 ``tables``         paper-style tables, Markdown, ``--out`` files; ``runner``: :func:`run_suite`
 =================  ===========================================================================================
@@ -111,6 +112,7 @@ from dlmeval.protocols.diffscore.meta_eval.families import (
 from dlmeval.protocols.diffscore.meta_eval.ft import DiffScoreFTFamily
 from dlmeval.protocols.diffscore.meta_eval.geval import GEvalFamily
 from dlmeval.protocols.diffscore.meta_eval.gptscore import GPTScoreFamily
+from dlmeval.protocols.diffscore.meta_eval.inputs import SuiteInputs
 from dlmeval.protocols.diffscore.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
 from dlmeval.protocols.diffscore.meta_eval.questeval import QuestEvalFamily
 from dlmeval.protocols.diffscore.meta_eval.runner import SuiteReport, run_suite
@@ -158,6 +160,7 @@ __all__ = [
     "SUITES",
     "SUITE_VERSION",
     "Suite",
+    "SuiteInputs",
     "SuiteOptions",
     "BenchmarkSource",
     "SuiteReport",

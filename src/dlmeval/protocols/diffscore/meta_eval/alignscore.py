@@ -30,12 +30,15 @@ class AlignScoreFamily(MetricFamily):
         from dlmeval.baselines.alignscore import load_alignscore
 
         o = self.opts
-        return self.suite.models.get("alignscore") or load_alignscore(
-            o.alignscore_model,
-            o.alignscore_base,
-            allow_download=o.allow_download,
-            device=o.evaluator_device or o.device,
-            batch_size=o.ar_batch_size,
+        return self.suite.model(
+            "alignscore",
+            lambda: load_alignscore(
+                o.alignscore_model,
+                o.alignscore_base,
+                allow_download=o.allow_download,
+                device=o.evaluator_device or o.device,
+                batch_size=o.ar_batch_size,
+            ),
         )
 
     def load(self) -> None:

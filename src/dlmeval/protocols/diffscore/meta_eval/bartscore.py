@@ -54,20 +54,20 @@ class BARTScoreFamily(MetricFamily):
 
     def scorer(self):
         """The seq2seq scorer (an already loaded one from the suite's ``models`` under the spec, else loaded)."""
-        if getattr(self, "_scorer", None) is None:
-            from dlmeval.baselines.seq2seq import load_seq2seq
+        from dlmeval.baselines.seq2seq import load_seq2seq
 
-            o = self.opts
-            got = self.suite.models.get(self.spec)
-            self._scorer = got or load_seq2seq(
+        o = self.opts
+        return self.suite.model(
+            self.spec,
+            lambda: load_seq2seq(
                 self.spec,
                 allow_download=o.allow_download,
                 device=o.evaluator_device or o.device,
                 dtype=o.dtype,
                 batch_size=o.ar_batch_size,
                 hint=HINT,
-            )
-        return self._scorer
+            ),
+        )
 
     def load(self) -> None:
         self.scorer()

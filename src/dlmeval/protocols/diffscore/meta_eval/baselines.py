@@ -91,34 +91,36 @@ class EmbeddingFamily(MetricFamily):
     order = EMBEDDING_METRICS
 
     def bertscore(self):
-        if getattr(self, "_bs", None) is None:
-            from dlmeval.baselines.bertscore import load_bertscore
+        from dlmeval.baselines.bertscore import load_bertscore
 
-            o = self.opts
-            self._bs = self.suite.models.get("bertscore") or load_bertscore(
+        o = self.opts
+        return self.suite.model(
+            "bertscore",
+            lambda: load_bertscore(
                 o.bertscore_model,
                 fallback=o.encoder,
                 allow_download=o.allow_download,
                 layer=o.bertscore_layer,
                 idf=o.bertscore_idf,
                 device=o.evaluator_device or o.device,
-            )
-        return self._bs
+            ),
+        )
 
     def moverscore(self):
-        if getattr(self, "_ms", None) is None:
-            from dlmeval.baselines.moverscore import load_moverscore
+        from dlmeval.baselines.moverscore import load_moverscore
 
-            o = self.opts
-            self._ms = self.suite.models.get("moverscore") or load_moverscore(
+        o = self.opts
+        return self.suite.model(
+            "moverscore",
+            lambda: load_moverscore(
                 o.moverscore_model,
                 fallback=o.encoder,
                 allow_download=o.allow_download,
                 n_gram=o.moverscore_ngram,
                 idf=o.moverscore_idf,
                 device=o.evaluator_device or o.device,
-            )
-        return self._ms
+            ),
+        )
 
     def load(self) -> None:
         self.bertscore()

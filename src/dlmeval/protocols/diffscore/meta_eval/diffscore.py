@@ -149,7 +149,7 @@ class DiffScoreFamily(MetricFamily):
 
     def compute(self, frame, chunk):
         # through the suite's method: the one seam tests patch to interrupt the DiffScore work
-        return self.suite._compute_diffscore(frame, chunk, frame["task"].iat[0])
+        return self.suite.compute_diffscore(frame, chunk, frame["task"].iat[0])
 
     @functools.cached_property
     def model_label(self) -> str:

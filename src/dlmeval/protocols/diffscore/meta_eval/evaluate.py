@@ -35,7 +35,7 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
     results, comps = [], []
     for dim in bench.dimensions:
         judged = judged_for(frame, dim)
-        full = suite._rows(name, dim, scores)
+        full = suite.metric_sources(name, dim, scores)
         rows = [(m, fam, lab) for m, fam, lab, _ in full]
         cfg = bench.config_for(dim)
         vectors = {m: scores[src] for m, _, _, src in full}

@@ -32,8 +32,8 @@ import order, places it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dlmeval.errors import InputError
 from dlmeval.registry import Registry
@@ -45,8 +45,41 @@ if TYPE_CHECKING:
     from dlmeval.protocols.diffscore.meta_eval.work import Unit
 
 
+class SuiteAPI(Protocol):
+    """What a metric family may use of its suite (``self.suite``): the public interface, nothing else.
+
+    The input half (:class:`~.inputs.SuiteInputs` has it; a family's :meth:`MetricFamily.load` runs on the
+    inputs before the store is opened, so it uses only this half): ``opts``, ``benchmarks``, ``models`` (the
+    models known so far by key), ``frame(name)``, ``data_identity(name)``, ``model(key, make)`` (load once,
+    share across the suite), ``dlm()``, ``ar()``, ``embedder()``, ``has_chat(model)``,
+    ``scorer(task, model, cache_key, layout)``, ``release_scorer(task, cache_key)``.
+
+    The run half (:class:`~.suite.Suite` only): ``open_run(kind, config, models)`` and
+    ``compute_diffscore(frame, chunk, task, prefix, model, cache_key)``."""
+
+    opts: Any
+    benchmarks: tuple[str, ...]
+
+    @property
+    def models(self) -> dict[str, Any]: ...
+
+    def frame(self, name: str) -> pd.DataFrame: ...
+    def data_identity(self, name: str) -> str | dict: ...
+    def model(self, key: str, make: Callable[[], Any]) -> Any: ...
+    def dlm(self) -> Any: ...
+    def ar(self) -> Any: ...
+    def embedder(self) -> Any: ...
+    def has_chat(self, model: Any) -> bool: ...
+    def scorer(
+        self, task: str, model: Any = None, cache_key: str = "zs", layout: dict | None = None
+    ) -> Any: ...
+    def release_scorer(self, task: str, cache_key: str) -> None: ...
+    def open_run(self, kind: str, config: dict, models: list) -> Any: ...
+
+
 class MetricFamily:
-    """One component of the suite. Instances are made by the suite (``family(suite)``), one per suite."""
+    """One component of the suite. Instances are made by the suite (``family(suite)``), one per suite; a family
+    talks to it only through :class:`SuiteAPI`."""
 
     #: ``--metrics`` name, the ``family`` of the result records, the key of ``Suite.components``
     name: ClassVar[str] = ""
@@ -69,7 +102,7 @@ class MetricFamily:
     #: what the family needs to run, for that row and for errors (e.g. "--unieval-model DIR or --allow-download")
     needs: ClassVar[str] = ""
 
-    def __init__(self, suite: Any):
+    def __init__(self, suite: SuiteAPI):
         self.suite = suite
         self._run = None
 
@@ -113,7 +146,7 @@ class MetricFamily:
     @property
     def run(self):
         if self._run is None:
-            self._run = self.suite._open(self.kind, self.configuration(), self.models())
+            self._run = self.suite.open_run(self.kind, self.configuration(), self.models())
             self.opened(self._run)
         return self._run
 

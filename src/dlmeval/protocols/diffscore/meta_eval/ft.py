@@ -128,7 +128,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
                     frame,
                     units,
                     metrics,
-                    lambda chunk: self.suite._compute_diffscore(
+                    lambda chunk: self.suite.compute_diffscore(
                         frame, chunk, task, prefix=self.prefix, model=model, cache_key=key
                     ),
                     chunk_size=self.opts.chunk_size,
@@ -137,7 +137,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
                     progress=self.opts.progress,
                 )
             finally:
-                self.suite._scorers.pop((key, task), None)
+                self.suite.release_scorer(task, key)
 
         return score_ft(self.context, bench.name, score_with)
 

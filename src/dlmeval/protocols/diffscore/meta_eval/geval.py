@@ -50,18 +50,19 @@ class GEvalFamily(MetricFamily):
             raise ModelNotFoundError(f"G-Eval: no judge; pass {self.needs}")
         if o.geval_judge.startswith(("http://", "https://")):
             return EndpointJudge(o.geval_judge, o.geval_judge_model)
-        model = self.suite.models.get(o.geval_judge)
-        if model is None:
-            from dlmeval.models.registry import load_causal_lm
+        from dlmeval.models.registry import load_causal_lm
 
-            model = load_causal_lm(
+        model = self.suite.model(
+            o.geval_judge,
+            lambda: load_causal_lm(
                 o.geval_judge,
                 device=o.evaluator_device or o.device,
                 dtype=o.dtype,
                 trust_remote_code=o.trust_remote_code,
                 allow_download=o.allow_download,
                 seed=o.seed,
-            )
+            ),
+        )
         return LocalJudge(model, batch_size=o.ar_batch_size)
 
     def load(self) -> None:

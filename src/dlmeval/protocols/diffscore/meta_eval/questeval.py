@@ -47,18 +47,20 @@ class QuestEvalFamily(MetricFamily):
     def scorer(self):
         from dlmeval.baselines.questeval import QA_MODEL, QG_MODEL, QuestEvalScorer
 
-        if "questeval" in self.suite.models:
-            return self.suite.models["questeval"]
         o = self.opts
-        qg = self._dir(o.questeval_qg_model, QG_MODEL, "--questeval-qg-model")
-        qa = self._dir(o.questeval_qa_model, QA_MODEL, "--questeval-qa-model")
-        return QuestEvalScorer(
-            qg,
-            qa,
-            qg_prefix=self.qg_prefix,
-            device=o.evaluator_device or o.device,
-            batch_size=o.ar_batch_size,
-        )
+
+        def load():
+            qg = self._dir(o.questeval_qg_model, QG_MODEL, "--questeval-qg-model")
+            qa = self._dir(o.questeval_qa_model, QA_MODEL, "--questeval-qa-model")
+            return QuestEvalScorer(
+                qg,
+                qa,
+                qg_prefix=self.qg_prefix,
+                device=o.evaluator_device or o.device,
+                batch_size=o.ar_batch_size,
+            )
+
+        return self.suite.model("questeval", load)
 
     @property
     def qg_prefix(self) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.parallel import main_only
+from dlmeval.protocols.diffscore.meta_eval.inputs import SuiteInputs
 from dlmeval.protocols.diffscore.meta_eval.options import SUITE_VERSION, SuiteOptions
 from dlmeval.protocols.diffscore.meta_eval.suite import Suite
 from dlmeval.protocols.diffscore.meta_eval.tables import (
@@ -40,16 +41,17 @@ def run_suite(
     out_dir: str | Path | None = None,
     command_line: str | None = None,
     models: Mapping[str, Any] | None = None,
-    suite: Suite | None = None,
+    inputs: SuiteInputs | None = None,
 ) -> SuiteReport | None:
     """Score every pending item (resumably), then compute and store the tables (None on the ranks other than 0
     of a data-parallel job: rank 0 writes the tables). See the package docstring.
-    ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model; ``suite`` is a
-    :class:`Suite` already built (and prepared) for ``opts``, e.g. before the store was opened."""
-    if suite is None:
-        suite = Suite(opts, store, command_line=command_line, models=models)
-    suite.store = store
-    suite.prepare()
+    ``models`` maps a model spec string (``opts.dlm``, ``opts.ar``) to an already loaded model; ``inputs`` are the
+    :class:`SuiteInputs` of ``opts`` already prepared, e.g. before the store was opened (then without ``models``)."""
+    if inputs is None:
+        inputs = SuiteInputs(opts, models=models)
+    elif inputs.opts != opts or models:
+        raise ValueError("run_suite: the inputs were prepared for other options (or models were given twice)")
+    suite = Suite(inputs.prepare(), store, command_line=command_line)
     suite.score_all()
     # data parallel: the ranks scored their shares; rank 0 alone evaluates and writes the tables
     with main_only(store) as main:

@@ -1,5 +1,6 @@
-"""The :class:`Suite`: the models, one component run per metric family, the scoring loop over benchmarks and
-families, and the per-benchmark score vectors the evaluation reads."""
+"""The :class:`Suite`: one suite configuration over an open store: one component run per metric family, the
+scoring loop over benchmarks and families, and the per-benchmark score vectors the evaluation reads. What it reads
+(options, benchmark frames, models) is its :class:`~.inputs.SuiteInputs`, validated before the store is opened."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest, get_benchmark, scoring_frame
+from dlmeval.protocols.diffscore.meta_eval.benchmarks import get_benchmark
 from dlmeval.protocols.diffscore.meta_eval.diffscore import score_diffscore_chunk
-from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES, MetricFamily
+from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily
+from dlmeval.protocols.diffscore.meta_eval.inputs import SuiteInputs
 from dlmeval.protocols.diffscore.meta_eval.options import SUITE_VERSION, SuiteOptions
 from dlmeval.protocols.diffscore.meta_eval.work import Timer, make_units, read_results
 
@@ -19,131 +21,77 @@ Component = MetricFamily  # a component of the suite is a metric family instance
 
 
 class Suite:
-    """Loads the models and opens the component runs of one suite configuration."""
+    """The component runs of one suite configuration in ``store``. ``inputs`` is a :class:`SuiteInputs` (usually
+    prepared before the store was opened), or the :class:`SuiteOptions` to build one from (with ``models``, the
+    already loaded models)."""
 
     def __init__(
         self,
-        opts: SuiteOptions,
+        inputs: SuiteInputs | SuiteOptions,
         store,
         *,
         command_line: str | None = None,
         models: Mapping[str, Any] | None = None,
     ):
-        opts.check()
-        self.opts = opts
-        self.models = dict(models or {})  # model spec -> an already loaded model
+        if store is None:
+            raise TypeError(
+                "a Suite opens runs in a store: pass an open store (check the inputs without one with "
+                "SuiteInputs(opts).prepare())"
+            )
+        if not isinstance(inputs, SuiteInputs):
+            inputs = SuiteInputs(inputs, models=models)
+        elif models:
+            raise TypeError("give the already loaded models to the SuiteInputs, not to the Suite")
+        self.inputs = inputs
         self.store = store
         self.command_line = command_line
-        self.benchmarks = opts.resolved_benchmarks()
-        self.timer = Timer(echo=opts.progress)
+        self.timer = Timer(echo=inputs.opts.progress)
         self.components: dict[str, MetricFamily] = {}
-        self._dlm = None
-        self._ar = None
-        self._embedder = None
-        self._scorers: dict[Any, Any] = {}
-        self._frames: dict[str, pd.DataFrame] = {}
+
+    # ------------------------------------------------------------------ the inputs (see SuiteInputs)
+    @property
+    def opts(self) -> SuiteOptions:
+        return self.inputs.opts
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        return self.inputs.benchmarks
+
+    @property
+    def models(self) -> dict[str, Any]:
+        return self.inputs.models
 
     def prepare(self, *, data: bool = True, models: bool = True) -> None:
-        """Validate, then open: read every benchmark's data file and load every model the families need, so that a
-        missing or malformed file, a bad model spec or a bad setting fails before any run is created (the store
-        is left exactly as it was). Nothing here touches the store."""
-        if data:
-            for name in self.benchmarks:
-                self.frame(name)
-                self.data_identity(name)
-        if models:
-            for fam in self.families():
-                self.family(fam).load()
+        self.inputs.prepare(data=data, models=models)
 
     def frame(self, name: str) -> pd.DataFrame:
-        """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
-        if name not in self._frames:
-            self._frames[name] = scoring_frame(
-                name, self.opts.data_dir, self.opts.limit, self.opts.source_for(name)
-            )
-        return self._frames[name]
+        return self.inputs.frame(name)
 
     def data_identity(self, name: str) -> str | dict:
-        """What a run that depends on a benchmark's whole data records of it: the data file's digest, or the
-        provenance of the rows of its ``--benchmark-source`` (a digest of every row among them)."""
-        return data_digest(name, self.opts.data_dir, self.opts.source_for(name))
+        return self.inputs.data_identity(name)
 
-    # ------------------------------------------------------------------ models
+    def model(self, key: str, make) -> Any:
+        return self.inputs.model(key, make)
+
     def dlm(self):
-        if self._dlm is None and self.opts.dlm in self.models and self.opts.dlm_adapter is None:
-            self._dlm = self.models[self.opts.dlm]
-        if self._dlm is None:
-            from dlmeval.models.registry import load_diffusion
-
-            o = self.opts
-            self._dlm = load_diffusion(
-                o.dlm,
-                device=o.device,
-                dtype=o.dtype,
-                trust_remote_code=o.trust_remote_code,
-                allow_download=o.allow_download,
-                seed=o.seed,
-                adapter=o.dlm_adapter,
-            )
-        return self._dlm
+        return self.inputs.dlm()
 
     def ar(self):
-        if self._ar is None and self.opts.ar in self.models:
-            self._ar = self.models[self.opts.ar]
-        if self._ar is None:
-            from dlmeval.models.registry import load_causal_lm
-
-            o = self.opts
-            self._ar = load_causal_lm(
-                o.ar,
-                device=o.evaluator_device or o.device,
-                dtype=o.dtype,
-                trust_remote_code=o.trust_remote_code,
-                allow_download=o.allow_download,
-                seed=o.seed,
-            )
-        return self._ar
+        return self.inputs.ar()
 
     def embedder(self):
-        if self._embedder is None:
-            from dlmeval.baselines.embedding import TokenEmbedder
-
-            self._embedder = TokenEmbedder(
-                self.opts.encoder, device=self.opts.evaluator_device or self.opts.device
-            )
-        return self._embedder
+        return self.inputs.embedder()
 
     def has_chat(self, model) -> bool:
-        return bool(getattr(model, "has_chat_template", False)) and bool(
-            getattr(model.tokenizer, "chat_template", None)
-        )
+        return self.inputs.has_chat(model)
 
     def scorer(self, task: str, model=None, cache_key: str = "zs", layout: dict | None = None):
-        """A DiffScorer for a task on ``model`` (default: the zero-shot model with the prompt policy; any other
-        model, i.e. a fine-tuned one, in its ``layout`` ``{"chat", "prompt"}``, plain when none is given), kept
-        under ``(cache_key, task)``."""
-        from dlmeval.scoring import DiffScorer
+        return self.inputs.scorer(task, model, cache_key, layout)
 
-        key = (cache_key, task)
-        if key not in self._scorers:
-            if model is None:
-                model = self.dlm()
-                chat = self.has_chat(model) and self.opts.prompt == "auto"
-                prompt = _task_prompt(task) if chat else None
-            else:
-                chat, prompt = bool((layout or {}).get("chat")), (layout or {}).get("prompt")
-            self._scorers[key] = DiffScorer(
-                model,
-                seed=self.opts.seed,
-                prompt=prompt,
-                chat=chat,
-                batch_size=self.opts.dlm_batch_size,
-                max_tokens=self.opts.dlm_max_tokens,
-                **self.opts.estimator(),
-            )
-        return self._scorers[key]
+    def release_scorer(self, task: str, cache_key: str) -> None:
+        self.inputs.release_scorer(task, cache_key)
 
-    def _compute_diffscore(self, frame, chunk, task, prefix="diffscore", model=None, cache_key="zs"):
+    def compute_diffscore(self, frame, chunk, task, prefix="diffscore", model=None, cache_key="zs"):
         """One chunk of DiffScore (``prefix="diffscore-ft"`` with an adapter ``model``: DiffScore-FT). The DiffScore
         families compute through this method (tests patch it to interrupt the work)."""
         comp = self.component("ft" if prefix == "diffscore-ft" else "diffscore")
@@ -157,7 +105,8 @@ class Suite:
         )
 
     # ------------------------------------------------------------------ runs
-    def _open(self, kind: str, config: dict, models: list) -> Any:
+    def open_run(self, kind: str, config: dict, models: list) -> Any:
+        """Open (or resume) a component's run: the suite version, the seed and the command line are added."""
         return self.store.open_run(
             kind, {"suite_version": SUITE_VERSION, **config}, models, self.opts.seed, self.command_line
         )
@@ -178,7 +127,7 @@ class Suite:
 
     def families(self) -> list[str]:
         """The families this suite runs, in rank (table) order."""
-        return [n for n, cls in METRIC_FAMILIES.items() if cls.enabled(self.opts)]
+        return self.inputs.families()
 
     def metrics_for(self, family: str, name: str) -> list[str]:
         return self.family(family).metrics(get_benchmark(name))
@@ -220,9 +169,9 @@ class Suite:
         self, name: str, dimension: str, scores: dict[str, np.ndarray]
     ) -> list[tuple[str, str, str]]:
         """``(metric id, family, label)`` rows for a benchmark dimension, in table order, with the mapped rows."""
-        return [(m, fam, lab) for m, fam, lab, _ in self._rows(name, dimension, scores)]
+        return [(m, fam, lab) for m, fam, lab, _ in self.metric_sources(name, dimension, scores)]
 
-    def _rows(self, name: str, dimension: str, scores) -> list[tuple[str, str, str, str]]:
+    def metric_sources(self, name: str, dimension: str, scores) -> list[tuple[str, str, str, str]]:
         """``(metric id, family, label, the metric id whose scores the row reads)``."""
         bench = get_benchmark(name)
         rows: list[tuple[str, str, str, str]] = []
@@ -239,7 +188,7 @@ class Suite:
     def metric_vector(
         self, name: str, dimension: str, metric: str, scores: dict[str, np.ndarray]
     ) -> np.ndarray:
-        for m, _, _, src in self._rows(name, dimension, scores):
+        for m, _, _, src in self.metric_sources(name, dimension, scores):
             if m == metric:
                 return scores[src]
         return scores[metric]
@@ -249,11 +198,3 @@ class Suite:
         from dlmeval.protocols.diffscore.meta_eval.evaluate import evaluate_benchmark
 
         return evaluate_benchmark(self, name)
-
-
-def _task_prompt(task: str) -> str:
-    from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, TASK_PROMPTS
-
-    if task in TASK_PROMPTS:
-        return TASK_PROMPTS[task]
-    return next(b.task_prompt() for b in BENCHMARKS.values() if b.task == task)

@@ -11,7 +11,6 @@ for every reference-based baseline).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
@@ -73,25 +72,28 @@ class UniEvalFamily(MetricFamily):
         pairs = [p for b in self.suite.benchmarks for p in self._pairs(get_benchmark(b))]
         return any(t != "fact" for t, _ in pairs), any(t == "fact" for t, _ in pairs)
 
-    @functools.lru_cache(maxsize=2)  # noqa: B019  (one family instance per suite)
     def scorer(self, fact: bool):
         from dlmeval.baselines.checkpoints import resolve_checkpoint
         from dlmeval.baselines.unieval import FACT_MODEL, SUM_MODEL, UniEvalScorer
 
         o = self.opts
         key = "unieval-fact" if fact else "unieval"
-        if key in self.suite.models:
-            return self.suite.models[key]
         spec, default, option = (
             (o.unieval_fact_model, FACT_MODEL, "--unieval-fact-model")
             if fact
             else (o.unieval_model, SUM_MODEL, "--unieval-model")
         )
-        d = resolve_checkpoint(
-            spec, defaults=(default,), allow_download=o.allow_download, what="UniEval", option=option
-        )
-        name = default.rsplit("/", 1)[-1] if spec is None else str(spec).rstrip("/").rsplit("/", 1)[-1]
-        return UniEvalScorer(d, name=name, device=o.evaluator_device or o.device, batch_size=o.ar_batch_size)
+
+        def load():
+            d = resolve_checkpoint(
+                spec, defaults=(default,), allow_download=o.allow_download, what="UniEval", option=option
+            )
+            name = default.rsplit("/", 1)[-1] if spec is None else str(spec).rstrip("/").rsplit("/", 1)[-1]
+            return UniEvalScorer(
+                d, name=name, device=o.evaluator_device or o.device, batch_size=o.ar_batch_size
+            )
+
+        return self.suite.model(key, load)
 
     def _scorers(self) -> list:
         summ, fact = self._needs_fact()

@@ -1,0 +1,78 @@
+"""The meta-eval suite in two halves: :class:`SuiteInputs` (options, frames, models; checked before a store opens)
+and :class:`Suite` (the runs, over an open store), and the public interface the metric families use."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from dlmeval.errors import InputError
+from dlmeval.store import RunStore
+
+FAMILY_DIR = Path(__file__).resolve().parents[1] / "src/dlmeval/protocols/diffscore/meta_eval"
+
+
+def _opts(data_root, **kw):
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
+
+    base = dict(dlm="tiny-bert", ar="tiny-causal", n_masks=2, n_rates=2, bootstrap=0, progress=False,
+                data_dir=str(data_root), benchmarks=("SummEval",), limit=4, families=("diffscore", "ar"))  # fmt: skip
+    base.update(kw)
+    return SuiteOptions(**base)
+
+
+def test_a_suite_needs_a_store():
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs, SuiteOptions
+
+    with pytest.raises(TypeError, match="open store"):
+        Suite(SuiteOptions(), None)
+    with pytest.raises(TypeError, match="SuiteInputs"):
+        Suite(SuiteInputs(SuiteOptions()), RunStore(":memory:"), models={"x": object()})
+
+
+def test_models_loaded_in_prepare_are_the_ones_the_runs_score_with(data_root, monkeypatch, tmp_path):
+    """Prepared before the store exists, each model loads once; the suite's families then score with them."""
+    from dlmeval.models import registry
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, run_suite
+
+    loads = []
+    real_d, real_c = registry.load_diffusion, registry.load_causal_lm
+    monkeypatch.setattr(registry, "load_diffusion", lambda s, **kw: loads.append(s) or real_d(s, **kw))
+    monkeypatch.setattr(registry, "load_causal_lm", lambda s, **kw: loads.append(s) or real_c(s, **kw))
+    opts = _opts(data_root)
+    inputs = SuiteInputs(opts).prepare()
+    assert sorted(loads) == ["tiny-bert", "tiny-causal"]
+    store_path = tmp_path / "runs.sqlite"
+    assert not store_path.exists()  # nothing above touched a store
+    report = run_suite(opts, RunStore(store_path), inputs=inputs)
+    assert sorted(loads) == ["tiny-bert", "tiny-causal"]  # no second load for the runs
+    assert set(report.components) == {"diffscore", "ar"}
+    with pytest.raises(ValueError, match="other options"):
+        run_suite(_opts(data_root, limit=3), RunStore(":memory:"), inputs=inputs)
+
+
+def test_a_family_that_opens_its_run_while_loading_is_refused(data_root):
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs
+    from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
+
+    fam = METRIC_FAMILIES["ar"](SuiteInputs(_opts(data_root)))
+    fam.load()  # loading is fine
+    with pytest.raises(InputError, match="load\\(\\) may read the data and load models only"):
+        fam.run  # noqa: B018
+
+
+def test_families_use_only_the_public_suite_interface():
+    """No family module reaches a private member of its suite (``self.suite._x`` / ``suite._x``)."""
+    offenders = []
+    for path in sorted(FAMILY_DIR.glob("*.py")) + sorted((FAMILY_DIR.parent / "analyses").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                base = node.value
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                if name in ("suite", "v") and path.name not in ("suite.py", "inputs.py"):
+                    offenders.append(f"{path.name}:{node.lineno} {name}.{node.attr}")
+    assert offenders == []
