@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dlmeval.parallel import ParallelContext, open_store, read_journal, share_pending
+from dlmeval.parallel import ParallelContext, fixed_chunks, open_store, read_journal, work_loop
 from dlmeval.parallel.store import Journal, MainRun, rank_dir
 from dlmeval.store import RunStore
 
@@ -74,7 +74,7 @@ TOY = textwrap.dedent(
     """
     import os, sys
     from dlmeval import parallel
-    from dlmeval.parallel import open_store, share_pending, sync
+    from dlmeval.parallel import fixed_chunks, open_store, work_loop
     par = parallel.init_from_env()
     store = open_store(sys.argv[1])
     if os.environ.get("HANG") and par.rank == 1:
@@ -82,11 +82,15 @@ TOY = textwrap.dedent(
     cfg = {"n": 12, "extra": par.rank if os.environ.get("MISMATCH") else 0}
     run = store.open_run("toy", cfg, [], seed=0)
     keys = [f"item-{i}" for i in range(12)]
-    for i, k in enumerate(share_pending(run, keys)):
-        run.put(k, {"v": int(k.split("-")[1]) ** 2})
-        if os.environ.get("DIE") and par.rank == 1 and i == 2:
+    count = []
+
+    def compute(c):
+        if os.environ.get("DIE") and par.rank == 1 and len(count) == 3:
             os._exit(9)
-    sync(run)
+        count.append(c)
+        return [{"v": i * i} for i in c.items]
+
+    work_loop(run, fixed_chunks(range(12), keys, 1), compute)
     res = run.results()
     assert sorted(res) == sorted(keys), (par.rank, sorted(res))
     if par.is_main:
@@ -149,7 +153,8 @@ def test_single_process_merges_leftover_journals(tmp_path):
         run = st.open_run("toy", {"n": 3})
         assert isinstance(run, MainRun)
         assert run.results() == {"a": {"v": 1}, "b": {"v": 2}}
-        assert share_pending(run, ["a", "b", "c"]) == ["c"]
+        assert work_loop(run, fixed_chunks("abc", "abc", 1), lambda c: [{"v": 3}]).pending_chunks == 1
+        assert run.results()["c"] == {"v": 3}
     assert not j.path.exists()
 
 
@@ -173,7 +178,7 @@ def test_plain_store_runs_are_refused_inside_a_distributed_job(tmp_path, monkeyp
         assert run_context(run).world_size == 1  # one process: a plain run works as before
         monkeypatch.setattr(context, "_CURRENT", ParallelContext(rank=0, world_size=2))
         with pytest.raises(ParallelError, match="open_store"):
-            share_pending(run, ["a"])
+            work_loop(run, fixed_chunks("a", "a", 1), lambda c: [{}])
 
 
 def test_rank_dir_is_scoped_by_store(tmp_path, monkeypatch):

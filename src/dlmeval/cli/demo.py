@@ -67,16 +67,18 @@ def sentence_stage(dlm, ar, store, seed: int, log) -> dict:
         items.append((f"s{i}-shuffled", _shuffle(s, seed, f"s{i}"), "shuffled"))
     config = {"stage": "sentences", "diffscore": scorer.run_config("marginal"), "ar": "mean token log-prob"}
     run = store.open_run("demo", config, [dlm.identity(), ar.identity()], seed=seed)
-    todo = [it for it in items if it[0] not in run.done_keys()]
-    if todo:
-        df = scorer.score([t for _, t, _ in todo], config="marginal", item_ids=[k for k, _, _ in todo])
-        ar_lp = ar.continuation_logprobs([""] * len(todo), [t for _, t, _ in todo])
-        run.put_many(
-            [
-                (k, {"text": t, "variant": v, "diffscore": float(s), "ar_mean_logprob": float(np.mean(a))})
-                for (k, t, v), s, a in zip(todo, df["score"], ar_lp)
-            ]
-        )
+    from dlmeval.parallel import Chunk, work_loop
+
+    def compute(c: Chunk) -> list[dict]:
+        df = scorer.score([t for _, t, _ in c.items], config="marginal", item_ids=list(c.keys))
+        ar_lp = ar.continuation_logprobs([""] * len(c.items), [t for _, t, _ in c.items])
+        return [
+            {"text": t, "variant": v, "diffscore": float(s), "ar_mean_logprob": float(np.mean(a))}
+            for (_, t, v), s, a in zip(c.items, df["score"], ar_lp)
+        ]
+
+    # one chunk: the sentences are scored together, so a rerun recomputes exactly that batch
+    work_loop(run, [Chunk(tuple(k for k, _, _ in items), items)], compute)
     res = run.items()
     wins_d = wins_a = 0
     for i in range(len(SENTENCES)):

@@ -34,7 +34,6 @@ from dlmeval.parallel.store import (
     read_journal,
     run_context,
     share,
-    share_pending,
     sync,
     synced,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "read_journal",
     "run_context",
     "share",
-    "share_pending",
     "shutdown",
     "sync",
     "synced",

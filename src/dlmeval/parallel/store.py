@@ -29,7 +29,7 @@ import hashlib
 import itertools
 import os
 import socket
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -449,14 +449,6 @@ def run_context(run: Run) -> ParallelContext:
 def share(run: Run, items: Sequence[Any]) -> list[Any]:
     """This rank's share of ``items`` (the same list on every rank: computed from results synced everywhere)."""
     return run_context(run).share(list(items))
-
-
-def share_pending(run: Run, keys: Iterable[Any], *, key=None) -> list[Any]:
-    """This rank's share of the entries of ``keys`` not yet done in ``run`` (every rank computes the same pending
-    list: results are mirrored on every rank at each sync)."""
-    from dlmeval.store.shard import pending
-
-    return run_context(run).share(pending(run, list(keys), key=key))
 
 
 def sync(run: Run) -> None:

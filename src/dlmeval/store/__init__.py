@@ -4,8 +4,7 @@ A run's life (not run here: it opens the user's store)::
 
     store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
     run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
-    for item in pending(run, shard(items, rank, world_size), key=lambda it: it.id):
-        run.put(item.id, compute(item, derive_seed(0, item.id)))
+    run.put_many([(item.id, compute(item, derive_seed(0, item.id))) for item in batch])   # one transaction
     run.put_table("summary", df); run.finish()
     print(run.signature.short())
 
