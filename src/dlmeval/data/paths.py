@@ -52,13 +52,15 @@ def file_digest(path: str | os.PathLike) -> str:
     configurations that must change when a data file does."""
     p = Path(path)
     st = p.stat()
-    return _file_digest(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    return sha256_file(str(p.resolve()), st.st_mtime_ns, st.st_size)[:16]
 
 
-@functools.lru_cache(maxsize=128)
-def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+@functools.lru_cache(maxsize=256)
+def sha256_file(path: str, mtime_ns: int, size: int) -> str:
+    """The full SHA-256 hex digest of a file's bytes, cached per (path, modification time, size): pass the
+    ``stat`` fields so that a changed file is read again."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()[:16]
+    return h.hexdigest()

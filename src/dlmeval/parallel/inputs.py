@@ -13,7 +13,6 @@ opened.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Sequence
@@ -42,21 +41,14 @@ def _candidates(argv: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@functools.lru_cache(maxsize=256)
-def _file_digest(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def path_digest(p: Path) -> str:
     """sha256 of a file's bytes, or of a directory's files (relative paths and bytes, sorted; symbolic links
     followed, unreadable entries named as such)."""
+    from dlmeval.data.paths import sha256_file
+
     if p.is_file():
         st = p.stat()
-        return _file_digest(str(p), st.st_mtime_ns, st.st_size)
+        return sha256_file(str(p), st.st_mtime_ns, st.st_size)
     h = hashlib.sha256()
     for root, dirs, files in os.walk(p, followlinks=True):
         dirs.sort()
@@ -65,7 +57,7 @@ def path_digest(p: Path) -> str:
             h.update(str(f.relative_to(p)).encode("utf-8", "surrogateescape") + b"\0")
             try:
                 st = f.stat()
-                h.update(_file_digest(str(f), st.st_mtime_ns, st.st_size).encode())
+                h.update(sha256_file(str(f), st.st_mtime_ns, st.st_size).encode())
             except OSError as e:
                 h.update(f"unreadable:{e.errno}".encode())
     return h.hexdigest()

@@ -260,8 +260,14 @@ def balanced_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Gener
             if 2 * p + 1 < n:
                 per_rate[a].append((~w, unit, False) if m < length else (_one_token(perm, off), unit, True))
                 unit += 1
-    for _ in range(counts[n_rates - 1]):  # t = 1: everything hidden, no randomness
-        per_rate[n_rates - 1].append((np.ones(length, dtype=bool), unit, False))
+    return _assemble_full(per_rate, counts, partner, low, mid, length, unit)
+
+
+def _assemble_full(per_rate, counts, partner, low, mid, length: int, unit: int) -> MaskSet:
+    """:func:`_assemble`, after the masks of the rate t = 1 (everything hidden, no randomness; units from
+    ``unit`` on) are added: the common end of the tiled schemes."""
+    for _ in range(counts[-1]):
+        per_rate[-1].append((np.ones(length, dtype=bool), unit, False))
         unit += 1
     return _assemble(per_rate, counts, partner, low, mid)
 
@@ -300,10 +306,7 @@ def exact_count_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Ge
         for j in range(n):
             per_rate[a].append((_window(perm, (j * length) // n, sizes[a]), unit, False))
             unit += 1
-    for _ in range(counts[n_rates - 1]):  # t = 1: everything hidden, no randomness
-        per_rate[n_rates - 1].append((np.ones(length, dtype=bool), unit, False))
-        unit += 1
-    return _assemble(per_rate, counts, partner, low, mid)
+    return _assemble_full(per_rate, counts, partner, low, mid, length, unit)
 
 
 def independent_masks(length: int, n_masks: int, n_rates: int, rng: np.random.Generator) -> MaskSet:

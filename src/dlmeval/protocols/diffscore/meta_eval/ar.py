@@ -15,7 +15,7 @@ from dlmeval.protocols.diffscore.meta_eval.benchmarks import get_benchmark
 from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
 
 AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
-_ARROWS = {
+AR_ARROWS = {
     "s2h": "s->h",
     "h2s": "h->s",
     "sbi": "(s->h + h->s)/2",
@@ -114,7 +114,7 @@ class ARFamily(MetricFamily):
 
     def label(self, metric: str) -> str:
         mark = ", contexts cut: see warnings" if self.cut() else ""
-        return f"AR {_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}{mark}]"
+        return f"AR {AR_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}{mark}]"
 
     def mapped_source(self, bench, dimension: str) -> str | None:
         return f"ar:{P.ar_direction(bench.task, bench.config_for(dimension))}"

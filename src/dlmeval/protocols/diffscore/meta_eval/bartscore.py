@@ -16,20 +16,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.ar import ar_directions_for
+from dlmeval.protocols.diffscore.meta_eval.ar import AR_ARROWS, AR_DIRECTIONS, ar_directions_for
 from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
 
-BARTSCORE_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
-_ARROWS = {
-    "s2h": "s->h",
-    "h2s": "h->s",
-    "sbi": "(s->h + h->s)/2",
-    "r2h": "r->h",
-    "h2r": "h->r",
-    "f": "F=(r->h + h->r)/2",
-    "mar": "empty source",
-    "mapped": "(paper mapping)",
-}
+BARTSCORE_DIRECTIONS = (
+    AR_DIRECTIONS  # the likelihood directions of the AR family; "mar" is its empty-source row
+)
+_ARROWS = {**AR_ARROWS, "mar": "empty source"}
 HINT = (
     "pass --bartscore-model DIR (SuiteOptions(bartscore_model=DIR)): a local copy of facebook/bart-large-cnn"
 )

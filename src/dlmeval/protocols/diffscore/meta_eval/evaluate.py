@@ -41,14 +41,13 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
         vectors = {m: scores[src] for m, _, _, src in full}
         for pi, proto in enumerate(protocols):
             bseed = derive_seed(o.seed, "meta-eval-bootstrap", name, dim, proto)
+            # the columns every record of this (dimension, protocol) starts with
+            where = {"benchmark": name, "task": task, "dimension": dim,
+                     "dimension_tag": P.DIMENSION_TAGS.get(dim, dim), "protocol": proto}  # fmt: skip
             for m, fam, label in rows:
                 j, v, n_ok, n_dropped = _finite(judged, vectors[m], dim)
                 rec = {
-                    "benchmark": name,
-                    "task": task,
-                    "dimension": dim,
-                    "dimension_tag": P.DIMENSION_TAGS.get(dim, dim),
-                    "protocol": proto,
+                    **where,
                     "protocol_label": P.PROTOCOLS[proto],
                     "primary": pi == 0,
                     "metric": m,
@@ -84,11 +83,7 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
                     continue
                 comps.append(
                     {
-                        "benchmark": name,
-                        "task": task,
-                        "dimension": dim,
-                        "dimension_tag": P.DIMENSION_TAGS.get(dim, dim),
-                        "protocol": proto,
+                        **where,
                         "metric_a": a,
                         "label_a": labels[a],
                         "metric_b": b,
@@ -100,11 +95,7 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
             for rec in paper_mark_records(judged, proto, vectors, o.alpha):
                 comps.append(
                     {
-                        "benchmark": name,
-                        "task": task,
-                        "dimension": dim,
-                        "dimension_tag": P.DIMENSION_TAGS.get(dim, dim),
-                        "protocol": proto,
+                        **where,
                         "label_a": labels[rec["metric_a"]],
                         "label_b": labels[rec["metric_b"]],
                         **rec,
