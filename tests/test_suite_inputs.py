@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from dlmeval.errors import InputError
 from dlmeval.store import RunStore
 
 FAMILY_DIR = Path(__file__).resolve().parents[1] / "src/dlmeval/protocols/diffscore/meta_eval"
@@ -57,7 +56,7 @@ def test_a_family_that_opens_its_run_while_loading_is_refused(data_root):
 
     fam = METRIC_FAMILIES["ar"](SuiteInputs(_opts(data_root)))
     fam.load()  # loading is fine
-    with pytest.raises(InputError, match="load\\(\\) may read the data and load models only"):
+    with pytest.raises(RuntimeError, match="load\\(\\) may read the data and load models only"):
         fam.run  # noqa: B018
 
 
@@ -73,6 +72,39 @@ def test_families_use_only_the_public_suite_interface():
             ):
                 base = node.value
                 name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
-                if name in ("suite", "v") and path.name not in ("suite.py", "inputs.py"):
+                if name == "suite" and path.name not in ("suite.py", "inputs.py"):
                     offenders.append(f"{path.name}:{node.lineno} {name}.{node.attr}")
     assert offenders == []
+
+
+def test_prepare_twice_loads_nothing_more_and_ft_loads_its_base_once(data_root, monkeypatch):
+    """The CLI prepares the inputs, ``run_suite`` prepares them again; DiffScore-FT's base model (another model
+    than ``--model``) is loaded once for its signature, by the prepare-time instance, and the suite's own family
+    instance reads the same load."""
+    from dlmeval.models import registry
+    from dlmeval.protocols.diffscore.ft import FTOptions
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs
+
+    loads = []
+    real = registry.load_diffusion
+    monkeypatch.setattr(registry, "load_diffusion", lambda s, **kw: loads.append(s) or real(s, **kw))
+    inputs = SuiteInputs(
+        _opts(data_root, families=("lexical",), ft=True, ft_options=FTOptions(model="tiny-llada"))
+    )
+    inputs.prepare()
+    assert loads == ["tiny-llada"]  # the FT base, for the signature (tiny-bert: no family needs it)
+    inputs.prepare()
+    ft = Suite(inputs, RunStore(":memory:")).component("ft")  # opens the run: its configuration, its models
+    assert ft.run.run_id and loads == ["tiny-llada"]
+
+
+def test_suite_and_inputs_have_every_member_of_the_family_interface():
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs
+    from dlmeval.protocols.diffscore.meta_eval.families import SuiteAPI
+
+    members = {n for n in vars(SuiteAPI) if not n.startswith("_")} | set(SuiteAPI.__annotations__)
+    assert {"open_run", "model", "dlm", "frame", "opts"} <= members
+    for cls in (Suite, SuiteInputs):
+        inst_attrs = {"opts", "benchmarks"}  # set in __init__ (or properties)
+        missing = sorted(m for m in members if not hasattr(cls, m) and m not in inst_attrs)
+        assert missing == [], (cls.__name__, missing)

@@ -43,36 +43,32 @@ class DiffScoreFTFamily(DiffScoreFamily):
     def _load(self, adapter: str | None = None):
         from dlmeval.models.registry import load_diffusion
 
-        o = self.opts
         kw = {"adapter": adapter} if adapter is not None else {}
-        return load_diffusion(
-            self.spec,
-            device=o.device,
-            dtype=o.dtype,
-            trust_remote_code=o.trust_remote_code,
-            allow_download=o.allow_download,
-            seed=o.seed,
-            **kw,
-        )
+        return load_diffusion(self.spec, **self.opts.load_kwargs(), **kw)
 
     def pool(self) -> tuple[str, ...]:
         """The benchmarks whose (source, reference) pairs may be trained on (never the one evaluated)."""
         return tuple(n for n, b in BENCHMARKS.items() if b.ft_pool and b.suite == self.opts.suite)
 
-    @functools.cached_property
+    @property
     def context(self):
+        """The FT context, one per suite (through ``suite.model``: the base model it loads for the signature in
+        ``load()`` is the one the first training starts from, not loaded again by the suite's own instance)."""
         from dlmeval.protocols.diffscore.ft import FTContext
 
         o = self.opts
-        return FTContext(
-            options=o.ft_options,
-            load_base=self._load,
-            load=self._load,
-            # training never depends on --limit
-            frame_of=lambda name: scoring_frame(name, o.data_dir, None, o.source_for(name)),
-            pool=self.pool(),
-            seed=o.seed,
-            progress=o.progress,
+        return self.suite.model(
+            f"ft-context:{self.spec}",
+            lambda: FTContext(
+                options=o.ft_options,
+                load_base=self._load,
+                load=self._load,
+                # training never depends on --limit
+                frame_of=lambda name: scoring_frame(name, o.data_dir, None, o.source_for(name)),
+                pool=self.pool(),
+                seed=o.seed,
+                progress=o.progress,
+            ),
         )
 
     def _base_identity(self) -> dict:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from dlmeval.errors import InputError
 from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest, scoring_frame
 from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
 from dlmeval.protocols.diffscore.meta_eval.options import SuiteOptions
@@ -35,18 +34,21 @@ class SuiteInputs:
         self._loaded: dict[str, Any] = {}
         self._scorers: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
+        self._prepared: set[str] = set()  # "data", "models": what prepare() has checked
 
     def prepare(self, *, data: bool = True, models: bool = True) -> SuiteInputs:
         """Validate, then open: read every benchmark's data file and load every model the enabled families need,
         so that a missing or malformed file, a bad model spec or a bad setting fails before any run is created.
-        Nothing here touches a store. Returns ``self``."""
-        if data:
+        Nothing here touches a store; a second call does nothing. Returns ``self``."""
+        if data and "data" not in self._prepared:
             for name in self.benchmarks:
                 self.frame(name)
                 self.data_identity(name)
-        if models:
+            self._prepared.add("data")
+        if models and "models" not in self._prepared:
             for name in self.families():
                 METRIC_FAMILIES[name](self).load()
+            self._prepared.add("models")
         return self
 
     def families(self) -> list[str]:
@@ -74,8 +76,9 @@ class SuiteInputs:
         return {**self._loaded, **self.given}
 
     def model(self, key: str, make: Callable[[], Any]) -> Any:
-        """The model under ``key``: the caller's, else one loaded earlier, else ``make()`` (kept for the suite's
-        lifetime: a family's ``load`` during :meth:`prepare` and its scoring later share one load)."""
+        """The model (or an object holding models, as DiffScore-FT's context) under ``key``: the caller's, else one
+        loaded earlier, else ``make()``, kept for the suite's lifetime: a family's ``load`` during :meth:`prepare`
+        runs on a family instance of its own, and the suite's instance finds the same load here."""
         if key in self.given:
             return self.given[key]
         if key not in self._loaded:
@@ -90,15 +93,7 @@ class SuiteInputs:
         def load():
             from dlmeval.models.registry import load_diffusion
 
-            return load_diffusion(
-                o.dlm,
-                device=o.device,
-                dtype=o.dtype,
-                trust_remote_code=o.trust_remote_code,
-                allow_download=o.allow_download,
-                seed=o.seed,
-                adapter=o.dlm_adapter,
-            )
+            return load_diffusion(o.dlm, adapter=o.dlm_adapter, **o.load_kwargs())
 
         return self.model(key, load)
 
@@ -109,14 +104,7 @@ class SuiteInputs:
         def load():
             from dlmeval.models.registry import load_causal_lm
 
-            return load_causal_lm(
-                o.ar,
-                device=o.evaluator_device or o.device,
-                dtype=o.dtype,
-                trust_remote_code=o.trust_remote_code,
-                allow_download=o.allow_download,
-                seed=o.seed,
-            )
+            return load_causal_lm(o.ar, **o.load_kwargs(evaluator=True))
 
         return self.model(o.ar, load)
 
@@ -164,7 +152,8 @@ class SuiteInputs:
         self._scorers.pop((cache_key, task), None)
 
     def open_run(self, kind: str, config: dict, models: list) -> Any:
-        raise InputError(
+        # a family's bug, not the user's input: a traceback, not the one-line input error
+        raise RuntimeError(
             "a metric family opened its run while the suite's inputs were being prepared; a family's load() "
             "may read the data and load models only (runs open on the Suite, over a store)"
         )

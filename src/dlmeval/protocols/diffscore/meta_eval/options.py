@@ -151,6 +151,18 @@ class SuiteOptions:
             "weighting": spec.weighting,
         }
 
+    def load_kwargs(self, *, evaluator: bool = False) -> dict[str, Any]:
+        """The keywords every model of the suite is loaded with (``load_diffusion`` / ``load_causal_lm``):
+        placement (``evaluator_device`` for an evaluator model, default ``device``), dtype, remote code,
+        downloads, seed."""
+        return {
+            "device": (self.evaluator_device or self.device) if evaluator else self.device,
+            "dtype": self.dtype,
+            "trust_remote_code": self.trust_remote_code,
+            "allow_download": self.allow_download,
+            "seed": self.seed,
+        }
+
     def estimator_record(self) -> dict[str, Any]:
         """What a run records of the estimator: :meth:`estimator` plus what the names mean (the masks' distribution,
         the weight formula, the preset), so that a scheme or weighting whose meaning changes makes new runs."""

@@ -61,9 +61,6 @@ class Suite:
     def models(self) -> dict[str, Any]:
         return self.inputs.models
 
-    def prepare(self, *, data: bool = True, models: bool = True) -> None:
-        self.inputs.prepare(data=data, models=models)
-
     def frame(self, name: str) -> pd.DataFrame:
         return self.inputs.frame(name)
 
