@@ -63,14 +63,7 @@ def run_families(suite, *, compare_model: str | None = None) -> dict[str, pd.Dat
         raise InputError("the families analysis needs a second diffusion model: --compare-model SPEC")
     o = suite.opts
     ma = suite.dlm()
-    mb = suite.models.get(compare_model) or load_diffusion(
-        compare_model,
-        device=o.device,
-        dtype=o.dtype,
-        trust_remote_code=o.trust_remote_code,
-        allow_download=o.allow_download,
-        seed=o.seed,
-    )
+    mb = suite.model(compare_model, lambda: load_diffusion(compare_model, **o.load_kwargs()))
     la, lb = f"A: {o.dlm} [{ma.identity().name}]", f"B: {compare_model} [{mb.identity().name}]"
     run = analysis_run(
         suite,

@@ -53,15 +53,7 @@ class GEvalFamily(MetricFamily):
         from dlmeval.models.registry import load_causal_lm
 
         model = self.suite.model(
-            o.geval_judge,
-            lambda: load_causal_lm(
-                o.geval_judge,
-                device=o.evaluator_device or o.device,
-                dtype=o.dtype,
-                trust_remote_code=o.trust_remote_code,
-                allow_download=o.allow_download,
-                seed=o.seed,
-            ),
+            o.geval_judge, lambda: load_causal_lm(o.geval_judge, **o.load_kwargs(evaluator=True))
         )
         return LocalJudge(model, batch_size=o.ar_batch_size)
 
