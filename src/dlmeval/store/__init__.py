@@ -4,10 +4,12 @@ A run's life (not run here: it opens the user's store)::
 
     store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
     run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
-    run.put_many([(item.id, compute(item, derive_seed(0, item.id))) for item in batch])   # one transaction
+    run.put_many([(item.id, compute(item, derive_seed(0, item.id))) for item in chunk])   # one transaction
     run.put_table("summary", df); run.finish()
     print(run.signature.short())
 
+A protocol does not choose the pending items itself: :func:`dlmeval.parallel.work_loop` keeps the pending chunks, shares
+them among the ranks, writes each chunk with ``put_many`` and syncs.
 """
 
 from dlmeval.store.access import resolve_store_path
