@@ -15,7 +15,14 @@ import shlex
 import sys
 from pathlib import Path
 
-from dlmeval.cli.common import add_runtime_args, emit
+from dlmeval.cli.common import emit
+from dlmeval.cli.options import (
+    add_batching_args,
+    add_estimator_group,
+    add_model_args,
+    add_runtime_group,
+    estimator_settings,
+)
 from dlmeval.protocols.diffscore.analyses.registry import CLI_OPTIONS, Names
 
 # the analyses' registry is the one list of names (read when argparse checks a value or prints help)
@@ -72,9 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", default=None, help="directory for the CSV / Markdown tables (default meta-eval-<run id>)"
     )
-    p.add_argument(
-        "--model", default="default", help="diffusion model spec (see `dlmeval models`); default: default"
-    )
+    add_model_args(p)
     p.add_argument(
         "--adapter", default=None, metavar="DIR", help="a LoRA adapter (`dlmeval train`) loaded onto --model"
     )
@@ -160,22 +165,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
     ):
         b.add_argument(flag, default=None, metavar="SPEC", help=what)
-    g = p.add_argument_group("DiffScore estimator")
-    g.add_argument(
-        "--preset",
-        default=None,
-        choices=("default", "standard", "fast", "paper", "paper-fast"),
-        help="standard (default: K=20, T=10, balanced Bernoulli masks, MLP), paper (the paper's estimator: "
-        "independent Bernoulli masks), fast / paper-fast (K=5, T=5); -K, -T, --scheme, --weighting replace the "
-        "preset's value (see `dlmeval score --help`)",
-    )
-    g.add_argument(
-        "--fast", action="store_true", help="the preset's DiffScore-Fast: K=5 masks over T=5 rates"
-    )
-    g.add_argument("--masks", "-K", type=int, default=None, help="masks per text (default 20, 5 with --fast)")
-    g.add_argument("--rates", "-T", type=int, default=None, help="masking rates (default 10, 5 with --fast)")
-    g.add_argument("--scheme", default=None, choices=("balanced", "independent", "exact-count", "pll"))
-    g.add_argument("--weighting", default=None, choices=("mlp", "elbo", "elbo_norm"))
+    g = add_estimator_group(p)
     g.add_argument(
         "--prompt",
         default="auto",
@@ -183,20 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="auto: task prompts for diffusion models with a chat template (summarize / describe / plain); none",
     )
     g.add_argument("--all-configs", action="store_true", help="every configuration on every benchmark")
-    g.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="rows per DiffScore forward pass; in the DiffScore run signature (it can move a score's last float "
-        "bits), never changed by the number of ranks or a resume",
-    )
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; in the run "
-        "signature, as --batch-size)",
-    )
+    add_batching_args(g, "scoring")
     f = p.add_argument_group("DiffScore-FT (a LoRA adapter trained outside the evaluated benchmark)")
     f.add_argument(
         "--ft", action="store_true", help="add DiffScore-FT rows (see docs/diffscore.md, DiffScore-FT)"
@@ -233,13 +210,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="an option of the analysis (e.g. folds=5, n_tiers=3, bart=DIR, warmup=2); repeatable",
     )
-    add_runtime_args(p)
-    p.add_argument(
-        "--evaluator-device",
-        default=None,
-        metavar="DEVICE",
-        help="device of the baseline models (AR, encoder, BART; default: --device), e.g. cuda:1",
-    )
+    add_runtime_group(p, evaluators="the baseline models (AR, encoder, BART)")
     p.set_defaults(func=run)
 
 
@@ -291,12 +262,7 @@ def _options(args):
         geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,
         bartscore_model=args.bartscore_model,
-        preset=args.preset,
-        fast=args.fast,
-        n_masks=args.masks,
-        n_rates=args.rates,
-        scheme=args.scheme,
-        weighting=args.weighting,
+        **estimator_settings(args),
         prompt=args.prompt,
         all_configs=args.all_configs,
         ft=args.ft,
