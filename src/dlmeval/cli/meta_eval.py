@@ -36,6 +36,9 @@ def _names(values: list[str] | None) -> tuple[str, ...] | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from dlmeval.train.finetune import FinetuneConfig
+
+    ft = FinetuneConfig()  # DiffScore-FT's training defaults (FTOptions takes them from there)
     p = subparsers.add_parser(
         "meta-eval",
         help="DiffScore meta-evaluation on the BARTScore benchmarks (+ section 6 analyses)",
@@ -188,9 +191,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cache, fetched with --allow-download), another hub dataset id[:config][@split], a save_to_disk "
         "directory, a parquet file, or a JSONL/CSV/TSV file of source/target pairs",
     )
-    f.add_argument("--ft-steps", type=int, default=None, help="training steps (default: FTOptions')")
-    f.add_argument("--ft-batch-size", type=int, default=None)
-    f.add_argument("--ft-lr", type=float, default=None)
+    f.add_argument(
+        "--ft-steps", type=int, default=None, help=f"training steps (default {ft.steps}, as `dlmeval train`)"
+    )
+    f.add_argument(
+        "--ft-batch-size", type=int, default=None, help=f"pairs per micro-batch (default {ft.batch_size})"
+    )
+    f.add_argument("--ft-lr", type=float, default=None, help=f"peak learning rate (default {ft.lr:g})")
     f.add_argument("--ft-dir", default=None, help="adapters (default: <cache>/meta-eval-ft)")
     s = p.add_argument_group("statistics")
     s.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
