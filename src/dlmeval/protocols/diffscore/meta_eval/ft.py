@@ -13,10 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, data_digest, scoring_frame
 from dlmeval.protocols.diffscore.meta_eval.diffscore import DIFFSCORE_CONFIGS, DiffScoreFamily, dlm_batching
 from dlmeval.protocols.diffscore.meta_eval.families import register_family
-from dlmeval.protocols.diffscore.meta_eval.work import run_chunks, unit_keys
 
 
 @register_family
@@ -57,11 +55,14 @@ class DiffScoreFTFamily(DiffScoreFamily):
 
     def pool(self) -> tuple[str, ...]:
         """The benchmarks whose (source, reference) pairs may be trained on (never the one evaluated)."""
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS
+
         return tuple(n for n, b in BENCHMARKS.items() if b.ft_pool and b.suite == self.opts.suite)
 
     @functools.cached_property
     def context(self):
         from dlmeval.protocols.diffscore.ft import FTContext
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import scoring_frame
 
         o = self.opts
         return FTContext(
@@ -89,6 +90,8 @@ class DiffScoreFTFamily(DiffScoreFamily):
         self._base_identity()
 
     def configuration(self) -> dict[str, Any]:
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest
+
         o = self.opts
         # the adapter of a benchmark is trained on the pool's full files and decontaminated against the
         # benchmark's full file: every score depends on all of them
@@ -113,6 +116,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
 
     def score(self, bench, frame, units, done) -> int:
         from dlmeval.protocols.diffscore.ft import score_ft
+        from dlmeval.protocols.diffscore.meta_eval.work import run_chunks, unit_keys
 
         metrics = self.metrics(bench)
         if all(k in done for u in units for k in unit_keys(frame, u, metrics)):
