@@ -24,6 +24,7 @@ from dlmeval.cli.options import (
     estimator_settings,
 )
 from dlmeval.protocols.diffscore.analyses.registry import CLI_OPTIONS, Names
+from dlmeval.protocols.diffscore.meta_eval.families import family_options, option_values
 
 # the analyses' registry is the one list of names (read when argparse checks a value or prints help)
 ANALYSES = Names()
@@ -88,57 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
     p.add_argument(
-        "--bartscore-model",
-        default=None,
-        metavar="DIR",
-        help="seq2seq checkpoint of the bartscore family (--metrics ... bartscore): a local copy of "
-        "facebook/bart-large-cnn, the paper's (default; read from the Hugging Face cache, fetched only with "
-        "--allow-download)",
-    )
-    p.add_argument(
         "--ar-max-refs",
         type=int,
         default=None,
         metavar="N",
         help="AR r->h / h->r: best of the first N distinct references (default: all; SummEval has 11, and "
         "they dominate the AR cost there)",
-    )
-    e = p.add_argument_group("BERTScore / MoverScore (the embedding family)")
-    e.add_argument(
-        "--encoder",
-        default=None,
-        metavar="DIR",
-        help="the CPU-demo encoder directory: BERTScore's when roberta-large is not on this machine, MoverScore's "
-        "without --moverscore-model (default: the shipped all-MiniLM-L6-v2; rows labelled 'CPU demo')",
-    )
-    e.add_argument(
-        "--bertscore-model",
-        default=None,
-        metavar="SPEC",
-        help="BERTScore encoder: a directory or hub id (default: roberta-large, the paper's, when cached; fetched "
-        "only with --allow-download)",
-    )
-    e.add_argument(
-        "--bertscore-layer",
-        type=int,
-        default=None,
-        metavar="N",
-        help="BERTScore layer (default: bert-score's tuned layer, 17 for roberta-large; else the last)",
-    )
-    e.add_argument(
-        "--bertscore-idf",
-        action="store_true",
-        help="BERTScore IDF weights from the benchmark's references (default off: BARTScore's runs, which the "
-        "paper reports, use idf=False)",
-    )
-    e.add_argument(
-        "--moverscore-model", default=None, metavar="SPEC", help="MoverScore encoder (the paper's: BERT-MNLI)"
-    )
-    e.add_argument(
-        "--moverscore-ngram", type=int, default=1, metavar="N", help="MoverScore n-gram (default 1)"
-    )
-    e.add_argument(
-        "--moverscore-no-idf", action="store_true", help="MoverScore with uniform weights instead of IDF"
     )
     p.add_argument(
         "--metrics",
@@ -148,26 +104,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric families: lexical embedding ar diffscore, or any other registered family (default: every "
         "family that runs by default)",
     )
-    b = p.add_argument_group(
-        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore questeval geval)"
-    )
-    for flag, what in (
-        (
-            "--unieval-model",
-            "UniEval checkpoint for summarization / data-to-text (default MingZhong/unieval-sum)",
-        ),
-        ("--unieval-fact-model", "UniEval checkpoint for Rank19 / QAGS (default MingZhong/unieval-fact)"),
-        ("--alignscore-model", "AlignScore checkpoint: its .ckpt file or a converted directory"),
-        (
-            "--alignscore-base",
-            "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
-        ),
-        ("--questeval-qg-model", "QuestEval question generator (default ThomasNLG/t5-qg_squad1-en)"),
-        ("--questeval-qa-model", "QuestEval question answerer (default ThomasNLG/t5-qa_squad2neg-en)"),
-        ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
-        ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
-    ):
-        b.add_argument(flag, default=None, metavar="SPEC", help=what)
+    # each metric family's own options (its class declares them: FamilyOption), one group per family
+    groups: dict[type, argparse._ArgumentGroup] = {}
+    for cls, option in family_options():
+        if cls not in groups:
+            groups[cls] = p.add_argument_group(_family_title(cls))
+        option.add_to(groups[cls])
     g = add_estimator_group(p)
     g.add_argument(
         "--prompt",
@@ -221,6 +163,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _family_title(cls) -> str:
+    """The title of a metric family's group of options in --help."""
+    off = "" if cls.default or not cls.listed else f"; off by default: --metrics ... {cls.name}"
+    return f"{cls.options_title or cls.name} (the {cls.name} family{off})"
+
+
 def _sources(values: list[str]) -> tuple[tuple[str, str, str | None], ...]:
     """``NAME[:SPLIT]=SOURCE`` values as (benchmark, source, split)."""
     from dlmeval.errors import InputError
@@ -252,23 +200,8 @@ def _options(args):
         dlm=args.model,
         dlm_adapter=args.adapter,
         ar=args.ar_model,
-        encoder=args.encoder,
-        bertscore_model=args.bertscore_model,
-        bertscore_layer=args.bertscore_layer,
-        bertscore_idf=args.bertscore_idf,
-        moverscore_model=args.moverscore_model,
-        moverscore_ngram=args.moverscore_ngram,
-        moverscore_idf=not args.moverscore_no_idf,
-        unieval_model=args.unieval_model,
-        unieval_fact_model=args.unieval_fact_model,
-        alignscore_model=args.alignscore_model,
-        alignscore_base=args.alignscore_base,
-        questeval_qg_model=args.questeval_qg_model,
-        questeval_qa_model=args.questeval_qa_model,
-        geval_judge=args.geval_judge,
-        geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,
-        bartscore_model=args.bartscore_model,
+        **option_values(args),  # the families' options that were given (the others keep their defaults)
         **estimator_settings(args),
         prompt=args.prompt,
         all_configs=args.all_configs,
