@@ -142,10 +142,16 @@ def test_resolve_estimator_overrides_and_refusals():
 
 
 def test_cli_choices_match_the_estimator():
-    from dlmeval.cli import score
+    """The command line's choices are the estimator's names (dlmeval.scoring.names, the one list of each)."""
+    import argparse
 
-    assert set(score.PRESET_CHOICES) == {"default", *PRESETS}
-    assert score.SCHEME_CHOICES == SCHEMES and score.WEIGHTING_CHOICES == WEIGHTINGS
+    from dlmeval.cli.options import add_estimator_group
+
+    p = argparse.ArgumentParser()
+    add_estimator_group(p)
+    choices = {a.dest: tuple(a.choices) for a in p._actions if a.choices is not None}
+    assert choices["preset"] == ("default", *PRESETS)
+    assert choices["scheme"] == SCHEMES and choices["weighting"] == WEIGHTINGS
 
 
 # ---------------------------------------------------------------------------------------------------- masks

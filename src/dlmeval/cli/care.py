@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dlmeval.cli.common import add_placement_args, emit, protocol_kwargs
+from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.options import add_batching_args, add_runtime_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,31 +29,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--models", nargs="+", default=None, help="diffusion model specs (replace the spec's list)"
     )
     p.add_argument("--n-prompts", type=int, default=None, help="prompts per cell (replaces the spec's value)")
-    p.add_argument(
-        "--batch-size", type=int, default=None, help="rows per forward pass (never changes a number)"
-    )
-    p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="padded tokens per forward pass: caps the rows at N // (prefix + generated tokens) (never changes a "
-        "number)",
-    )
-    p.add_argument("--seed", type=int, default=None, help="run seed (replaces the spec's seed)")
+    add_batching_args(p, "sampling", default_help="default: the spec's")
     p.add_argument(
         "--data-dir", default=None, help="data directory (default: DLMEVAL_DATA or ../shared/data)"
     )
     p.add_argument(
         "--plan", action="store_true", help="print the cells and predicted forward passes, run nothing"
     )
-    g = p.add_argument_group("runtime")
-    add_placement_args(g, "the evaluator models (the PPL model and the MAUVE featurizer)")
-    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
-    g.add_argument(
-        "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
-    )
-    g.add_argument(
-        "--allow-download", action="store_true", help="allow fetching models from the Hugging Face hub"
+    add_runtime_group(
+        p, evaluators="the evaluator models (the PPL model and the MAUVE featurizer)", from_spec=True
     )
     p.set_defaults(func=run)
 

@@ -8,7 +8,8 @@ and, where the checkpoint ships its own sampler, a comparison with it. Prints a 
 
 from __future__ import annotations
 
-from dlmeval.cli.common import add_runtime_args, emit, model_kwargs
+from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.options import add_runtime_group
 
 
 def register(sub) -> None:
@@ -25,7 +26,7 @@ def register(sub) -> None:
     p.add_argument(
         "spec", help="diffusion model spec (see `dlmeval models`), e.g. llada:/path/to/LLaDA-8B-Base"
     )
-    add_runtime_args(p)
+    add_runtime_group(p)
     p.set_defaults(func=run)
 
 

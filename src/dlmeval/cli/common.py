@@ -1,15 +1,11 @@
-"""Helpers shared by CLI commands: model options, output, signatures."""
+"""Helpers shared by CLI commands: logging, what the parsed runtime options give the code, output. The option
+groups themselves are :mod:`dlmeval.cli.options`'."""
 
 from __future__ import annotations
 
 import json
 import sys
 from typing import Any
-
-DEVICE_HELP = (
-    "cpu, cuda, cuda:1, or auto (default; cuda:LOCAL_RANK under torchrun); map[:auto|balanced|sequential] "
-    "spreads one model over all visible devices (accelerate's big-model inference)"
-)
 
 
 def console_logging(debug: bool = False) -> None:
@@ -37,44 +33,6 @@ def console_logging(debug: bool = False) -> None:
     log.addHandler(h)
     log.setLevel(logging.DEBUG if debug else logging.INFO)
     log.propagate = False
-
-
-def add_model_args(
-    p, *, default: str = "default", flag: str = "--model", help_kind: str = "diffusion"
-) -> None:
-    p.add_argument(
-        flag, default=default, help=f"{help_kind} model spec (see `dlmeval models`); default: {default}"
-    )
-
-
-def add_runtime_args(p) -> None:
-    g = p.add_argument_group("runtime")
-    g.add_argument("--device", default="auto", help=DEVICE_HELP)
-    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
-    g.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="allow model code shipped with checkpoints (LLaDA, Dream); off by default",
-    )
-    g.add_argument(
-        "--allow-download",
-        action="store_true",
-        help="allow fetching models from the Hugging Face hub (needs internet); off by default",
-    )
-    g.add_argument(
-        "--seed", type=int, default=0, help="run seed (every draw derives from it and the item id)"
-    )
-
-
-def add_placement_args(g, evaluators: str) -> None:
-    """``--device`` (help shared by every command) and ``--evaluator-device`` for a protocol's evaluator models."""
-    g.add_argument("--device", default="auto", help=DEVICE_HELP)
-    g.add_argument(
-        "--evaluator-device",
-        default=None,
-        metavar="DEVICE",
-        help=f"device of {evaluators} (default: --device); e.g. cuda:1 keeps them off the sampled model's GPU",
-    )
 
 
 def model_kwargs(args) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import contextlib
 import time
 from pathlib import Path
 
-from dlmeval.cli.common import add_runtime_args, emit, model_kwargs
+from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.options import add_runtime_group
 
 SENTENCES = [
     "The committee approved the new budget after a long debate on Tuesday.",
@@ -38,7 +39,7 @@ def register(sub) -> None:
     )
     p.add_argument("--dlm", default="default", help="diffusion model spec (default: default)")
     p.add_argument("--ar", default="default-ar", help="autoregressive model spec (default: default-ar)")
-    add_runtime_args(p)
+    add_runtime_group(p)
     p.set_defaults(func=run)
 
 

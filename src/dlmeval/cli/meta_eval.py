@@ -15,8 +15,16 @@ import shlex
 import sys
 from pathlib import Path
 
-from dlmeval.cli.common import add_runtime_args, emit
+from dlmeval.cli.common import emit
+from dlmeval.cli.options import (
+    add_batching_args,
+    add_estimator_group,
+    add_model_args,
+    add_runtime_group,
+    estimator_settings,
+)
 from dlmeval.protocols.diffscore.analyses.registry import CLI_OPTIONS, Names
+from dlmeval.protocols.diffscore.meta_eval.families import family_options, option_values
 
 # the analyses' registry is the one list of names (read when argparse checks a value or prints help)
 ANALYSES = Names()
@@ -29,6 +37,9 @@ def _names(values: list[str] | None) -> tuple[str, ...] | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from dlmeval.train.finetune import FinetuneConfig
+
+    ft = FinetuneConfig()  # DiffScore-FT's training defaults (FTOptions takes them from there)
     p = subparsers.add_parser(
         "meta-eval",
         help="DiffScore meta-evaluation on the BARTScore benchmarks (+ section 6 analyses)",
@@ -72,21 +83,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", default=None, help="directory for the CSV / Markdown tables (default meta-eval-<run id>)"
     )
-    p.add_argument(
-        "--model", default="default", help="diffusion model spec (see `dlmeval models`); default: default"
-    )
+    add_model_args(p)
     p.add_argument(
         "--adapter", default=None, metavar="DIR", help="a LoRA adapter (`dlmeval train`) loaded onto --model"
     )
     p.add_argument("--ar-model", default="default-ar", help="AR model spec for the likelihood baselines")
-    p.add_argument(
-        "--bartscore-model",
-        default=None,
-        metavar="DIR",
-        help="seq2seq checkpoint of the bartscore family (--metrics ... bartscore): a local copy of "
-        "facebook/bart-large-cnn, the paper's (default; read from the Hugging Face cache, fetched only with "
-        "--allow-download)",
-    )
     p.add_argument(
         "--ar-max-refs",
         type=int,
@@ -94,43 +95,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="AR r->h / h->r: best of the first N distinct references (default: all; SummEval has 11, and "
         "they dominate the AR cost there)",
-    )
-    e = p.add_argument_group("BERTScore / MoverScore (the embedding family)")
-    e.add_argument(
-        "--encoder",
-        default=None,
-        metavar="DIR",
-        help="the CPU-demo encoder directory: BERTScore's when roberta-large is not on this machine, MoverScore's "
-        "without --moverscore-model (default: the shipped all-MiniLM-L6-v2; rows labelled 'CPU demo')",
-    )
-    e.add_argument(
-        "--bertscore-model",
-        default=None,
-        metavar="SPEC",
-        help="BERTScore encoder: a directory or hub id (default: roberta-large, the paper's, when cached; fetched "
-        "only with --allow-download)",
-    )
-    e.add_argument(
-        "--bertscore-layer",
-        type=int,
-        default=None,
-        metavar="N",
-        help="BERTScore layer (default: bert-score's tuned layer, 17 for roberta-large; else the last)",
-    )
-    e.add_argument(
-        "--bertscore-idf",
-        action="store_true",
-        help="BERTScore IDF weights from the benchmark's references (default off: BARTScore's runs, which the "
-        "paper reports, use idf=False)",
-    )
-    e.add_argument(
-        "--moverscore-model", default=None, metavar="SPEC", help="MoverScore encoder (the paper's: BERT-MNLI)"
-    )
-    e.add_argument(
-        "--moverscore-ngram", type=int, default=1, metavar="N", help="MoverScore n-gram (default 1)"
-    )
-    e.add_argument(
-        "--moverscore-no-idf", action="store_true", help="MoverScore with uniform weights instead of IDF"
     )
     p.add_argument(
         "--metrics",
@@ -140,42 +104,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="metric families: lexical embedding ar diffscore, or any other registered family (default: every "
         "family that runs by default)",
     )
-    b = p.add_argument_group(
-        "supervised and LLM-judge baselines (off by default: --metrics ... unieval alignscore questeval geval)"
-    )
-    for flag, what in (
-        (
-            "--unieval-model",
-            "UniEval checkpoint for summarization / data-to-text (default MingZhong/unieval-sum)",
-        ),
-        ("--unieval-fact-model", "UniEval checkpoint for Rank19 / QAGS (default MingZhong/unieval-fact)"),
-        ("--alignscore-model", "AlignScore checkpoint: its .ckpt file or a converted directory"),
-        (
-            "--alignscore-base",
-            "the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
-        ),
-        ("--questeval-qg-model", "QuestEval question generator (default ThomasNLG/t5-qg_squad1-en)"),
-        ("--questeval-qa-model", "QuestEval question answerer (default ThomasNLG/t5-qa_squad2neg-en)"),
-        ("--geval-judge", "G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)"),
-        ("--geval-judge-model", "the model name sent to a G-Eval endpoint"),
-    ):
-        b.add_argument(flag, default=None, metavar="SPEC", help=what)
-    g = p.add_argument_group("DiffScore estimator")
-    g.add_argument(
-        "--preset",
-        default=None,
-        choices=("default", "standard", "fast", "paper", "paper-fast"),
-        help="standard (default: K=20, T=10, balanced Bernoulli masks, MLP), paper (the paper's estimator: "
-        "independent Bernoulli masks), fast / paper-fast (K=5, T=5); -K, -T, --scheme, --weighting replace the "
-        "preset's value (see `dlmeval score --help`)",
-    )
-    g.add_argument(
-        "--fast", action="store_true", help="the preset's DiffScore-Fast: K=5 masks over T=5 rates"
-    )
-    g.add_argument("--masks", "-K", type=int, default=None, help="masks per text (default 20, 5 with --fast)")
-    g.add_argument("--rates", "-T", type=int, default=None, help="masking rates (default 10, 5 with --fast)")
-    g.add_argument("--scheme", default=None, choices=("balanced", "independent", "exact-count", "pll"))
-    g.add_argument("--weighting", default=None, choices=("mlp", "elbo", "elbo_norm"))
+    # each metric family's own options (its class declares them: FamilyOption), one group per family
+    groups: dict[type, argparse._ArgumentGroup] = {}
+    for cls, option in family_options():
+        if cls not in groups:
+            groups[cls] = p.add_argument_group(_family_title(cls))
+        option.add_to(groups[cls])
+    g = add_estimator_group(p)
     g.add_argument(
         "--prompt",
         default="auto",
@@ -183,20 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="auto: task prompts for diffusion models with a chat template (summarize / describe / plain); none",
     )
     g.add_argument("--all-configs", action="store_true", help="every configuration on every benchmark")
-    g.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="rows per DiffScore forward pass; in the DiffScore run signature (it can move a score's last float "
-        "bits), never changed by the number of ranks or a resume",
-    )
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; in the run "
-        "signature, as --batch-size)",
-    )
+    add_batching_args(g, "scoring")
     f = p.add_argument_group("DiffScore-FT (a LoRA adapter trained outside the evaluated benchmark)")
     f.add_argument(
         "--ft", action="store_true", help="add DiffScore-FT rows (see docs/diffscore.md, DiffScore-FT)"
@@ -211,9 +133,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cache, fetched with --allow-download), another hub dataset id[:config][@split], a save_to_disk "
         "directory, a parquet file, or a JSONL/CSV/TSV file of source/target pairs",
     )
-    f.add_argument("--ft-steps", type=int, default=None, help="training steps (default: FTOptions')")
-    f.add_argument("--ft-batch-size", type=int, default=None)
-    f.add_argument("--ft-lr", type=float, default=None)
+    f.add_argument(
+        "--ft-steps", type=int, default=None, help=f"training steps (default {ft.steps}, as `dlmeval train`)"
+    )
+    f.add_argument(
+        "--ft-batch-size", type=int, default=None, help=f"pairs per micro-batch (default {ft.batch_size})"
+    )
+    f.add_argument("--ft-lr", type=float, default=None, help=f"peak learning rate (default {ft.lr:g})")
     f.add_argument("--ft-dir", default=None, help="adapters (default: <cache>/meta-eval-ft)")
     s = p.add_argument_group("statistics")
     s.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none)")
@@ -233,14 +159,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="an option of the analysis (e.g. folds=5, n_tiers=3, bart=DIR, warmup=2); repeatable",
     )
-    add_runtime_args(p)
-    p.add_argument(
-        "--evaluator-device",
-        default=None,
-        metavar="DEVICE",
-        help="device of the baseline models (AR, encoder, BART; default: --device), e.g. cuda:1",
-    )
+    add_runtime_group(p, evaluators="the baseline models (AR, encoder, BART)")
     p.set_defaults(func=run)
+
+
+def _family_title(cls) -> str:
+    """The title of a metric family's group of options in --help."""
+    off = "" if cls.default or not cls.listed else f"; off by default: --metrics ... {cls.name}"
+    return f"{cls.options_title or cls.name} (the {cls.name} family{off})"
 
 
 def _sources(values: list[str]) -> tuple[tuple[str, str, str | None], ...]:
@@ -274,29 +200,9 @@ def _options(args):
         dlm=args.model,
         dlm_adapter=args.adapter,
         ar=args.ar_model,
-        encoder=args.encoder,
-        bertscore_model=args.bertscore_model,
-        bertscore_layer=args.bertscore_layer,
-        bertscore_idf=args.bertscore_idf,
-        moverscore_model=args.moverscore_model,
-        moverscore_ngram=args.moverscore_ngram,
-        moverscore_idf=not args.moverscore_no_idf,
-        unieval_model=args.unieval_model,
-        unieval_fact_model=args.unieval_fact_model,
-        alignscore_model=args.alignscore_model,
-        alignscore_base=args.alignscore_base,
-        questeval_qg_model=args.questeval_qg_model,
-        questeval_qa_model=args.questeval_qa_model,
-        geval_judge=args.geval_judge,
-        geval_judge_model=args.geval_judge_model,
         ar_max_refs=args.ar_max_refs,
-        bartscore_model=args.bartscore_model,
-        preset=args.preset,
-        fast=args.fast,
-        n_masks=args.masks,
-        n_rates=args.rates,
-        scheme=args.scheme,
-        weighting=args.weighting,
+        **option_values(args),  # the families' options that were given (the others keep their defaults)
+        **estimator_settings(args),
         prompt=args.prompt,
         all_configs=args.all_configs,
         ft=args.ft,

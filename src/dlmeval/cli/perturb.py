@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from dlmeval.cli.options import add_seed_arg
 from dlmeval.errors import InputError
 
 
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "word.deletion, shuffle, synonym, repetition",
     )
     p.add_argument("--rate", type=float, default=None, help="one rate in [0, 1] instead of the paper's rates")
-    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    add_seed_arg(p)
     p.add_argument("--item-id", default="cli", help="item id the draw derives from (default 'cli')")
     p.add_argument(
         "--span", default=None, metavar="START:END", help="perturb only text[START:END] (question-only scope)"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dlmeval.cli.common import add_placement_args, emit, protocol_kwargs
+from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.options import add_runtime_group
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,20 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="perturbation seeds (spec: usually 1 or 3)",
     )
-    p.add_argument("--seed", type=int, default=None, help="run seed (replaces the spec's seed)")
     p.add_argument(
         "--data-dir", default=None, help="data directory (default: DLMEVAL_DATA or ../shared/data)"
     )
     p.add_argument("--plan", action="store_true", help="print what would be evaluated, run nothing")
-    g = p.add_argument_group("runtime")
-    add_placement_args(g, "the autoregressive models of the pairs")
-    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
-    g.add_argument(
-        "--trust-remote-code", action="store_true", help="allow model code shipped with checkpoints"
-    )
-    g.add_argument(
-        "--allow-download", action="store_true", help="allow fetching models from the Hugging Face hub"
-    )
+    add_runtime_group(p, evaluators="the autoregressive models of the pairs", from_spec=True)
     p.set_defaults(func=run)
 
 

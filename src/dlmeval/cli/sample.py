@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
+from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.options import add_batching_args, add_model_args, add_runtime_group
 from dlmeval.errors import InputError
 from dlmeval.parallel import current
 
@@ -122,15 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--no-stop-at-eos", action="store_true", help="run every step even after a sample's text has ended"
     )
-    g.add_argument("--batch-size", type=int, default=16, help="samples per batch (default 16)")
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="padded tokens per forward batch (prompt + length per row); caps --batch-size so a batch's "
-        "logits fit the device (does not change any sample)",
-    )
-    add_runtime_args(p)
+    add_batching_args(g, "sampling", batch_size=16, default_help="default 16")
+    add_runtime_group(p)
     p.add_argument("--no-store", action="store_true", help="do not record the run in the run store")
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"

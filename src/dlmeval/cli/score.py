@@ -21,17 +21,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
+from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.options import (
+    add_batching_args,
+    add_estimator_group,
+    add_model_args,
+    add_runtime_group,
+    estimator_settings,
+)
 from dlmeval.errors import InputError
 from dlmeval.parallel import current
 
 ROWS = 50
 OUTPUT_SUFFIXES = (".csv", ".jsonl")
-# the estimator's choices, spelled out so that building the parser imports no torch (tests check they match
-# dlmeval.scoring.spec.PRESETS / masks.SCHEMES / spec.WEIGHTINGS)
-PRESET_CHOICES = ("default", "standard", "fast", "paper", "paper-fast")
-SCHEME_CHOICES = ("balanced", "independent", "exact-count", "pll")
-WEIGHTING_CHOICES = ("mlp", "elbo", "elbo_norm")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,32 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="--candidates and --sources are literal texts, not file paths",
     )
-    p.add_argument(
-        "--preset",
-        default=None,
-        choices=PRESET_CHOICES,
-        help="estimator preset: standard (default: K=20, T=10, balanced masks, MLP), fast (K=5, T=5), paper (the "
-        "paper's estimator: K=20, T=10, independent Bernoulli masks, MLP), paper-fast (its DiffScore-Fast); "
-        "-K, -T, --scheme, --weighting replace the preset's value",
-    )
-    p.add_argument("--fast", action="store_true", help="the preset's Fast variant: K=5 masks over T=5 rates")
-    p.add_argument("--masks", "-K", type=int, default=None, help="masking patterns per text (default 20)")
-    p.add_argument("--rates", "-T", type=int, default=None, help="masking rates t_k = k/T (default 10)")
-    p.add_argument(
-        "--scheme",
-        default=None,
-        choices=SCHEME_CHOICES,
-        help="balanced (default: Bernoulli masks in antithetic, stratified, tiled pairs; same expectation as "
-        "independent), independent (the paper's Bernoulli masks), exact-count (the former default: round(t L) "
-        "tokens per mask, another estimand), pll (exact: every single-token mask)",
-    )
-    p.add_argument(
-        "--weighting",
-        default=None,
-        choices=WEIGHTING_CHOICES,
-        help="mlp (default: 1/|M|, mean log-prob), elbo (the paper's strict 1/t: the sequence ELBO), elbo_norm "
-        "(1/(t L): the ELBO per token)",
-    )
+    add_batching_args(add_estimator_group(p), "scoring")
     p.add_argument(
         "--prompt",
         default=None,
@@ -106,19 +83,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--tokens", action="store_true", help="also compute token-level scores (in --json/--output)"
     )
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="rows per forward pass; part of the run signature: it can change a score's last bits (float "
-        "rounding, below 1e-6 on the CPU), never with the number of ranks or a resume",
-    )
-    p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="padded tokens per forward pass (part of the run signature, as --batch-size)",
-    )
     p.add_argument("--output", "-o", default=None, help="write the per-item table to a .csv or .jsonl file")
     p.add_argument("--no-store", action="store_true", help="do not record the run in the run store")
     p.add_argument("--rows", type=int, default=ROWS, help=f"items to print (default {ROWS})")
@@ -126,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
     )
     p.add_argument("--store", default=argparse.SUPPRESS, help="run store (SQLite file)")
-    add_runtime_args(p)
+    add_runtime_group(p)
     p.set_defaults(func=run)
 
 
@@ -148,14 +112,7 @@ def estimator_spec(args: argparse.Namespace):
     ``--weighting`` replacing the preset's values (the scores record the resolved settings: ``config``)."""
     from dlmeval.scoring.spec import resolve_estimator
 
-    return resolve_estimator(
-        args.preset,
-        fast=args.fast,
-        n_masks=args.masks,
-        n_rates=args.rates,
-        scheme=args.scheme,
-        weighting=args.weighting,
-    )
+    return resolve_estimator(**estimator_settings(args))
 
 
 def _check_settings(args: argparse.Namespace) -> None:

@@ -14,7 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from dlmeval.cli.common import add_model_args, add_runtime_args, emit, model_kwargs
+from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.options import add_model_args, add_runtime_group
 from dlmeval.errors import InputError
 
 
@@ -88,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON on stdout"
     )
-    add_runtime_args(p)
+    add_runtime_group(p)
     p.set_defaults(func=run)
 
 

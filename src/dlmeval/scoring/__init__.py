@@ -59,10 +59,46 @@ layout, prompts, truncation), :mod:`~dlmeval.scoring.spec` (estimator settings, 
 :mod:`~dlmeval.scoring.diagnostics`.
 """
 
-from dlmeval.scoring.configs import COMPONENTS, CONFIGS, PROMPTS, PairFormatter, resolve_config
-from dlmeval.scoring.estimator import RUN_KIND, DiffScorer
-from dlmeval.scoring.masks import SCHEMES, MaskSet, make_masks, rate_grid
-from dlmeval.scoring.spec import PRESETS, WEIGHTINGS, EstimatorSpec, resolve_estimator
+from __future__ import annotations
+
+import importlib
+
+# the names below are read lazily (PEP 562): ``dlmeval.scoring.names`` (the command line's choices) imports
+# without the estimator, numpy or torch
+_EXPORTS = {
+    "COMPONENTS": "configs",
+    "CONFIGS": "configs",
+    "PROMPTS": "configs",
+    "PairFormatter": "configs",
+    "resolve_config": "configs",
+    "RUN_KIND": "estimator",
+    "DiffScorer": "estimator",
+    "SCHEMES": "names",
+    "WEIGHTINGS": "names",
+    "MaskSet": "masks",
+    "make_masks": "masks",
+    "rate_grid": "masks",
+    "PRESETS": "spec",
+    "EstimatorSpec": "spec",
+    "resolve_estimator": "spec",
+}
+_MODULES = ("configs", "diagnostics", "estimator", "llada_ll", "masks", "names", "spec")
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS, *_MODULES})
+
 
 __all__ = [
     "COMPONENTS",

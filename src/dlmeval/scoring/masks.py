@@ -57,8 +57,8 @@ import numpy as np
 from scipy.stats import binom
 
 from dlmeval.errors import InputError
+from dlmeval.scoring.names import SCHEMES
 
-SCHEMES = ("balanced", "independent", "exact-count", "pll")
 #: what each scheme's masks are, for run signatures
 MASKING = {
     "balanced": "bernoulli, antithetic + item-stratified sizes + tiled",

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from dlmeval.errors import InputError
-from dlmeval.scoring.masks import MASKING, SCHEMES, MaskSet, rate_grid
+from dlmeval.scoring.masks import MASKING, MaskSet, rate_grid
+from dlmeval.scoring.names import PRESET_ALIASES, PRESET_SETTINGS, SCHEMES, WEIGHTINGS
 
-WEIGHTINGS = ("mlp", "elbo", "elbo_norm")
 #: the weight of a mask M at rate t over a text of L tokens, for run signatures
 WEIGHT_FORMULA = {"mlp": "1/|M|", "elbo": "1/t", "elbo_norm": "1/(t*L)"}
 
@@ -74,15 +74,9 @@ class EstimatorSpec:
         return resolve_estimator(name, fast=fast)
 
 
-#: named estimator settings. ``paper`` / ``paper-fast``: the paper's standard and DiffScore-Fast configurations;
-#: ``standard`` (the default) / ``fast``: the same K, T and weighting with balanced masks (same expectation).
-PRESETS: dict[str, EstimatorSpec] = {
-    "standard": EstimatorSpec(20, 10, "balanced", "mlp"),
-    "fast": EstimatorSpec(5, 5, "balanced", "mlp"),
-    "paper": EstimatorSpec(20, 10, "independent", "mlp"),
-    "paper-fast": EstimatorSpec(5, 5, "independent", "mlp"),
-}
-_PRESET_ALIASES = {"default": "standard"}
+#: named estimator settings (:data:`dlmeval.scoring.names.PRESET_SETTINGS`, where they are listed)
+PRESETS: dict[str, EstimatorSpec] = {name: EstimatorSpec(*s) for name, s in PRESET_SETTINGS.items()}
+_PRESET_ALIASES = PRESET_ALIASES
 _FAST_OF = {"standard": "fast", "fast": "fast", "paper": "paper-fast", "paper-fast": "paper-fast"}
 
 

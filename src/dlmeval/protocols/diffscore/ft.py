@@ -46,6 +46,7 @@ import pandas as pd
 
 from dlmeval.errors import InputError
 from dlmeval.parallel import current
+from dlmeval.train.finetune import FinetuneConfig
 
 log = logging.getLogger("dlmeval.meta_eval.ft")
 
@@ -56,12 +57,14 @@ POOL_NOTE = (
     "13-word sequence with the evaluated benchmark's texts"
 )
 NGRAM = 13
+#: the training defaults FT takes from ``dlmeval train`` (listed once, in :class:`FinetuneConfig`)
+_TRAIN = FinetuneConfig()
 
 
 @dataclass(frozen=True)
 class FTOptions:
-    """DiffScore-FT: the base model, where the adapter comes from, and the training settings (defaults: the
-    paper's LoRA, :class:`dlmeval.train.finetune.FinetuneConfig` for the rest)."""
+    """DiffScore-FT: the base model, where the adapter comes from, and the training settings (defaults:
+    :class:`dlmeval.train.finetune.FinetuneConfig`'s, the paper's LoRA, as ``dlmeval train``)."""
 
     model: str | None = None  # the base FT starts from (the paper: LLaDA-8B-Base); None: the suite's --model
     adapter: str | None = None  # one trained adapter for every benchmark (no training)
@@ -71,21 +74,19 @@ class FTOptions:
     allow_download: bool = (
         False  # a hub id may be fetched (--allow-download); never part of the configuration
     )
-    rank: int = 16
-    alpha: float = 32
-    dropout: float = 0.05
-    target_modules: tuple[str, ...] | None = None
-    steps: int = 500
-    batch_size: int = 16
-    grad_accum: int = 1
-    lr: float = 2e-4
-    max_length: int | None = None  # None: the base model's window
-    chat: bool | None = None  # None: the base model's chat template when it has one (the paper)
+    rank: int = _TRAIN.rank
+    alpha: float = _TRAIN.alpha
+    dropout: float = _TRAIN.dropout
+    target_modules: tuple[str, ...] | None = _TRAIN.target_modules
+    steps: int = _TRAIN.steps
+    batch_size: int = _TRAIN.batch_size
+    grad_accum: int = _TRAIN.grad_accum
+    lr: float = _TRAIN.lr
+    max_length: int | None = _TRAIN.max_length  # None: the base model's window
+    chat: bool | None = _TRAIN.chat  # None: the base model's chat template when it has one (the paper)
     work_dir: str | None = None  # adapters (default: <cache>/meta-eval-ft)
 
     def finetune_config(self, seed: int):
-        from dlmeval.train.finetune import FinetuneConfig
-
         return FinetuneConfig(
             rank=self.rank,
             alpha=self.alpha,

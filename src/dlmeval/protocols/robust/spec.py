@@ -56,15 +56,15 @@ def _strategies() -> tuple[str, ...]:
 
 
 def _schemes() -> tuple[str, ...]:
-    from dlmeval.scoring.masks import SCHEMES
+    from dlmeval.scoring.names import SCHEMES
 
-    return tuple(SCHEMES)
+    return SCHEMES
 
 
 def _weightings() -> tuple[str, ...]:
-    from dlmeval.scoring.estimator import WEIGHTINGS
+    from dlmeval.scoring.names import WEIGHTINGS
 
-    return tuple(WEIGHTINGS)
+    return WEIGHTINGS
 
 
 def _aurdi_rules() -> tuple[str, ...]:

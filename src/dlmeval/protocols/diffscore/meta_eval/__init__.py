@@ -70,8 +70,11 @@ imported below; see docs/diffscore.md.
 
 from __future__ import annotations
 
+import importlib
+
 # the metric families register when their modules are imported here: adding one is its module + its import
-# (ar, bartscore, baselines, diffscore, ft, gptscore today; the family's `rank`, not the import order, places its rows)
+# (the family's `rank`, not the import order, places its rows). These modules import nothing heavy at the top, so
+# the command line reads the families' options (`MetricFamily.options`) without pandas or torch.
 from dlmeval.protocols.diffscore.meta_eval.alignscore import AlignScoreFamily
 from dlmeval.protocols.diffscore.meta_eval.ar import AR_DIRECTIONS, ARFamily, ar_directions_for
 from dlmeval.protocols.diffscore.meta_eval.bartscore import BARTScoreFamily
@@ -82,20 +85,6 @@ from dlmeval.protocols.diffscore.meta_eval.baselines import (
     LexicalFamily,
     lexical_metrics,
 )
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import (
-    BENCHMARKS,
-    SUITES,
-    TABLE_ORDER,
-    TASK_PROMPTS,
-    Benchmark,
-    BenchmarkSource,
-    data_digest,
-    dimensions,
-    get_benchmark,
-    judged_for,
-    register_benchmark,
-    scoring_frame,
-)
 from dlmeval.protocols.diffscore.meta_eval.diffscore import (
     DIFFSCORE_CONFIGS,
     DiffScoreFamily,
@@ -104,6 +93,7 @@ from dlmeval.protocols.diffscore.meta_eval.diffscore import (
 )
 from dlmeval.protocols.diffscore.meta_eval.families import (
     METRIC_FAMILIES,
+    FamilyOption,
     MetricFamily,
     family_names,
     get_family,
@@ -112,29 +102,59 @@ from dlmeval.protocols.diffscore.meta_eval.families import (
 from dlmeval.protocols.diffscore.meta_eval.ft import DiffScoreFTFamily
 from dlmeval.protocols.diffscore.meta_eval.geval import GEvalFamily
 from dlmeval.protocols.diffscore.meta_eval.gptscore import GPTScoreFamily
-from dlmeval.protocols.diffscore.meta_eval.inputs import SuiteInputs
-from dlmeval.protocols.diffscore.meta_eval.options import FAMILIES, SUITE_VERSION, FTOptions, SuiteOptions
 from dlmeval.protocols.diffscore.meta_eval.questeval import QuestEvalFamily
-from dlmeval.protocols.diffscore.meta_eval.runner import SuiteReport, run_suite
-from dlmeval.protocols.diffscore.meta_eval.suite import Component, Suite
-from dlmeval.protocols.diffscore.meta_eval.tables import (
-    TABLE_NOTES,
-    markdown_table,
-    markdown_tables,
-    paper_tables,
-    write_outputs,
-)
 from dlmeval.protocols.diffscore.meta_eval.unieval import UniEvalFamily
-from dlmeval.protocols.diffscore.meta_eval.work import (
-    Timer,
-    Unit,
-    _keys,  # noqa: F401  (old private names: diffscore_ft and the analyses imported them)
-    _read_results,  # noqa: F401
-    make_units,
-    read_results,
-    run_chunks,
-    unit_keys,
-)
+
+# the rest is read on first use (PEP 562): the benchmarks, the options, the suite and its tables need pandas
+_LAZY = {
+    "benchmarks": (
+        "BENCHMARKS",
+        "SUITES",
+        "TABLE_ORDER",
+        "TASK_PROMPTS",
+        "Benchmark",
+        "BenchmarkSource",
+        "data_digest",
+        "dimensions",
+        "get_benchmark",
+        "judged_for",
+        "register_benchmark",
+        "scoring_frame",
+    ),
+    "inputs": ("SuiteInputs",),
+    "options": ("FAMILIES", "SUITE_VERSION", "FTOptions", "SuiteOptions"),
+    "runner": ("SuiteReport", "run_suite"),
+    "suite": ("Component", "Suite"),
+    "tables": ("TABLE_NOTES", "markdown_table", "markdown_tables", "paper_tables", "write_outputs"),
+    # _keys, _read_results: old private names (diffscore_ft and the analyses imported them)
+    "work": (
+        "Timer",
+        "Unit",
+        "_keys",
+        "_read_results",
+        "make_units",
+        "read_results",
+        "run_chunks",
+        "unit_keys",
+    ),
+}
+_MODULE_OF = {name: mod for mod, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _MODULE_OF:
+        value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    elif name in _LAZY:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
+
 
 __all__ = [
     "AR_DIRECTIONS",
@@ -150,6 +170,7 @@ __all__ = [
     "EMBEDDING_METRICS",
     "EmbeddingFamily",
     "FAMILIES",
+    "FamilyOption",
     "FTOptions",
     "GEvalFamily",
     "GPTScoreFamily",

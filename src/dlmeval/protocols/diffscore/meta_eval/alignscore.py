@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 
 @register_family
@@ -24,6 +24,19 @@ class AlignScoreFamily(MetricFamily):
     order = ("alignscore",)
     paper_row = "AlignScore"
     needs = "--alignscore-model FILE (AlignScore-large.ckpt) and roberta-large (--alignscore-base DIR)"
+    options_title = "AlignScore"
+    options = (
+        FamilyOption(
+            "--alignscore-model",
+            metavar="SPEC",
+            help="AlignScore checkpoint: its .ckpt file or a converted directory",
+        ),
+        FamilyOption(
+            "--alignscore-base",
+            metavar="SPEC",
+            help="the RoBERTa the AlignScore checkpoint was trained from (default roberta-large)",
+        ),
+    )
 
     @functools.cached_property
     def scorer(self):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore import paper_protocols as P
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import get_benchmark
 from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
 
 AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
@@ -28,6 +26,8 @@ AR_ARROWS = {
 
 
 def ar_directions_for(name: str) -> tuple[str, ...]:
+    from dlmeval.protocols.diffscore.meta_eval.benchmarks import get_benchmark
+
     b = get_benchmark(name)
     source = ("s2h", "h2s", "sbi") if b.english_source else ()
     refs = ("r2h", "h2r", "f") if b.has_reference else ()
@@ -117,4 +117,6 @@ class ARFamily(MetricFamily):
         return f"AR {AR_ARROWS[metric.split(':', 1)[1]]} [{self.model_label}{mark}]"
 
     def mapped_source(self, bench, dimension: str) -> str | None:
+        from dlmeval.protocols.diffscore import paper_protocols as P
+
         return f"ar:{P.ar_direction(bench.task, bench.config_for(dimension))}"

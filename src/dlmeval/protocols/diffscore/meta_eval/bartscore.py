@@ -17,7 +17,12 @@ import functools
 from typing import Any
 
 from dlmeval.protocols.diffscore.meta_eval.ar import AR_ARROWS, AR_DIRECTIONS, ar_directions_for
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import (
+    FamilyOption,
+    MetricFamily,
+    refs_label,
+    register_family,
+)
 
 BARTSCORE_DIRECTIONS = (
     AR_DIRECTIONS  # the likelihood directions of the AR family; "mar" is its empty-source row
@@ -38,6 +43,15 @@ class BARTScoreFamily(MetricFamily):
     mapped = "bartscore:mapped"
     paper_row = "BARTScore"
     needs = "--bartscore-model DIR (facebook/bart-large-cnn) or --allow-download"
+    options_title = "BARTScore"
+    options = (
+        FamilyOption(
+            "--bartscore-model",
+            metavar="DIR",
+            help="the seq2seq checkpoint: a local copy of facebook/bart-large-cnn, the paper's (default; read "
+            "from the Hugging Face cache, fetched only with --allow-download)",
+        ),
+    )
 
     @property
     def spec(self) -> str:

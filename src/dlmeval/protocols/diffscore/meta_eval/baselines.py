@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 LEXICAL_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor")
 EMBEDDING_METRICS = ("bertscore_f", "moverscore")
@@ -89,6 +89,44 @@ class EmbeddingFamily(MetricFamily):
     rank = 20
     kind = "meta-eval-embedding"
     order = EMBEDDING_METRICS
+    options_title = "BERTScore / MoverScore"
+    options = (
+        FamilyOption(
+            "--encoder",
+            metavar="DIR",
+            help="the CPU-demo encoder directory: BERTScore's when roberta-large is not on this machine, "
+            "MoverScore's without --moverscore-model (default: the shipped all-MiniLM-L6-v2; rows labelled 'CPU "
+            "demo')",
+        ),
+        FamilyOption(
+            "--bertscore-model",
+            metavar="SPEC",
+            help="BERTScore encoder: a directory or hub id (default: roberta-large, the paper's, when cached; "
+            "fetched only with --allow-download)",
+        ),
+        FamilyOption(
+            "--bertscore-layer",
+            type=int,
+            metavar="N",
+            help="BERTScore layer (default: bert-score's tuned layer, 17 for roberta-large; else the last)",
+        ),
+        FamilyOption(
+            "--bertscore-idf",
+            action="store_true",
+            help="BERTScore IDF weights from the benchmark's references (default off: BARTScore's runs, which "
+            "the paper reports, use idf=False)",
+        ),
+        FamilyOption(
+            "--moverscore-model", metavar="SPEC", help="MoverScore encoder (the paper's: BERT-MNLI)"
+        ),
+        FamilyOption("--moverscore-ngram", type=int, metavar="N", help="MoverScore n-gram (default 1)"),
+        FamilyOption(
+            "--moverscore-no-idf",
+            field="moverscore_idf",
+            action="store_false",
+            help="MoverScore with uniform weights instead of IDF",
+        ),
+    )
 
     def bertscore(self):
         from dlmeval.baselines.bertscore import load_bertscore

@@ -11,18 +11,20 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import TASK_PROMPTS, get_benchmark
 from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DIFFSCORE_CONFIGS = ("cond", "reverse", "bidir", "marginal")
 
 
 def diffscore_calls(name: str, all_configs: bool = False) -> list[tuple[str, tuple[str, ...]]]:
     """The DiffScorer calls a benchmark needs: ``[(config, metrics it yields)]`` (bidir yields cond and reverse)."""
+    from dlmeval.protocols.diffscore.meta_eval.benchmarks import get_benchmark
+
     b = get_benchmark(name)
     need = set(DIFFSCORE_CONFIGS) if all_configs else {b.config_for(d) for d in b.dimensions}
     calls: list[tuple[str, tuple[str, ...]]] = []
@@ -129,6 +131,8 @@ class DiffScoreFamily(MetricFamily):
         self.suite.dlm()
 
     def configuration(self) -> dict[str, Any]:
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import TASK_PROMPTS, get_benchmark
+
         prompts = dict(TASK_PROMPTS)  # a benchmark of another task adds its prompt (the 12 add none)
         for b in map(get_benchmark, self.suite.benchmarks):
             prompts.setdefault(b.task, b.task_prompt())

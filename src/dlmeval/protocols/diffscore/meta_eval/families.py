@@ -27,12 +27,19 @@ interface; the built-in ones are ``lexical``, ``embedding`` (:mod:`.baselines`),
             return {"mine:a": "Mine A", "mine:b": "Mine B"}[metric]
 
 then import its module in ``meta_eval/__init__.py`` (the registration happens on import; ``rank``, not the
-import order, places it).
+import order, places it; keep the module's top-level imports light: the command line imports it to read the
+family's options).
+
+A family owns its command-line options: ``options = (FamilyOption("--mine-model", help=...),)`` on the class is
+all ``dlmeval meta-eval`` needs to offer ``--mine-model`` in a group of the family's own and pass its value to
+the :class:`~dlmeval.protocols.diffscore.meta_eval.SuiteOptions` field of that name (``mine_model``; the field
+holds the default, and the family reads ``self.opts.mine_model``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dlmeval.errors import InputError
@@ -75,6 +82,46 @@ class SuiteAPI(Protocol):
     ) -> Any: ...
     def release_scorer(self, task: str, cache_key: str) -> None: ...
     def open_run(self, kind: str, config: dict, models: list) -> Any: ...
+    def compute_diffscore(
+        self,
+        frame: pd.DataFrame,
+        chunk: Sequence[Unit],
+        task: str,
+        prefix: str = "diffscore",
+        model: Any = None,
+        cache_key: str = "zs",
+    ) -> dict: ...
+
+
+@dataclass(frozen=True)
+class FamilyOption:
+    """A command-line option of a metric family: ``flag`` sets the ``SuiteOptions`` field ``field`` (default: the
+    flag's name, ``--bertscore-model`` -> ``bertscore_model``). A flag that is not given sets nothing, so the
+    field's default is the one default. ``action`` "store_true" / "store_false" makes a switch (which sets the
+    field True / False); otherwise the flag takes a value, converted by ``type``."""
+
+    flag: str
+    help: str
+    field: str = ""
+    type: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    action: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The ``SuiteOptions`` field the option sets (the parsed arguments' attribute too)."""
+        return self.field or self.flag.lstrip("-").replace("-", "_")
+
+    def add_to(self, parser) -> None:
+        """Add the flag to an argparse parser or group."""
+        import argparse
+
+        kw: dict[str, Any] = {"dest": self.dest, "default": argparse.SUPPRESS, "help": self.help}
+        if self.action is not None:
+            kw["action"] = self.action
+        else:
+            kw.update(type=self.type, metavar=self.metavar)
+        parser.add_argument(self.flag, **kw)
 
 
 class MetricFamily:
@@ -101,6 +148,11 @@ class MetricFamily:
     paper_row: ClassVar[str | None] = None
     #: what the family needs to run, for that row and for errors (e.g. "--unieval-model DIR or --allow-download")
     needs: ClassVar[str] = ""
+    #: the family's command-line options (``dlmeval meta-eval`` shows them as one group, titled
+    #: :attr:`options_title`, and passes each to its ``SuiteOptions`` field)
+    options: ClassVar[tuple[FamilyOption, ...]] = ()
+    #: what the family's options configure, for the title of their group (default: the family's name)
+    options_title: ClassVar[str] = ""
 
     def __init__(self, suite: SuiteAPI):
         self.suite = suite
@@ -214,6 +266,16 @@ def get_family(name: str) -> type[MetricFamily]:
     if name not in METRIC_FAMILIES:
         raise InputError(f"unknown metric family {name!r}; choose from {', '.join(family_names())}")
     return METRIC_FAMILIES[name]
+
+
+def family_options() -> list[tuple[type[MetricFamily], FamilyOption]]:
+    """Every registered family's options, in rank order: ``(family, option)``."""
+    return [(cls, o) for cls in METRIC_FAMILIES.values() for o in cls.options]
+
+
+def option_values(args: Any) -> dict[str, Any]:
+    """``SuiteOptions`` keywords from parsed arguments: the family options that were given (``dest: value``)."""
+    return {o.dest: getattr(args, o.dest) for _, o in family_options() if hasattr(args, o.dest)}
 
 
 def family_names() -> tuple[str, ...]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, data_digest, scoring_frame
 from dlmeval.protocols.diffscore.meta_eval.diffscore import DIFFSCORE_CONFIGS, DiffScoreFamily, dlm_batching
 from dlmeval.protocols.diffscore.meta_eval.families import register_family
-from dlmeval.protocols.diffscore.meta_eval.work import run_chunks, unit_keys
 
 
 @register_family
@@ -48,6 +46,8 @@ class DiffScoreFTFamily(DiffScoreFamily):
 
     def pool(self) -> tuple[str, ...]:
         """The benchmarks whose (source, reference) pairs may be trained on (never the one evaluated)."""
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS
+
         return tuple(n for n, b in BENCHMARKS.items() if b.ft_pool and b.suite == self.opts.suite)
 
     @property
@@ -55,6 +55,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
         """The FT context, one per suite (through ``suite.model``: the base model it loads for the signature in
         ``load()`` is the one the first training starts from, not loaded again by the suite's own instance)."""
         from dlmeval.protocols.diffscore.ft import FTContext
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import scoring_frame
 
         o = self.opts
         return self.suite.model(
@@ -85,6 +86,8 @@ class DiffScoreFTFamily(DiffScoreFamily):
         self._base_identity()
 
     def configuration(self) -> dict[str, Any]:
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest
+
         o = self.opts
         # the adapter of a benchmark is trained on the pool's full files and decontaminated against the
         # benchmark's full file: every score depends on all of them
@@ -109,6 +112,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
 
     def score(self, bench, frame, units, done) -> int:
         from dlmeval.protocols.diffscore.ft import score_ft
+        from dlmeval.protocols.diffscore.meta_eval.work import run_chunks, unit_keys
 
         metrics = self.metrics(bench)
         if all(k in done for u in units for k in unit_keys(frame, u, metrics)):

@@ -13,7 +13,7 @@ import functools
 from typing import Any
 
 from dlmeval.errors import ModelNotFoundError
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 DIMENSION_FORM: dict[tuple[str, str], str] = {
     ("SUM", "coherence"): "coherence",
@@ -40,6 +40,15 @@ class GEvalFamily(MetricFamily):
     mapped = "geval:mapped"
     paper_row = "G-Eval"
     needs = "--geval-judge SPEC (a causal LM) or URL (an OpenAI-compatible endpoint)"
+    options_title = "G-Eval"
+    options = (
+        FamilyOption(
+            "--geval-judge",
+            metavar="SPEC",
+            help="G-Eval judge: a causal LM spec or an OpenAI-compatible endpoint URL (http...)",
+        ),
+        FamilyOption("--geval-judge-model", metavar="SPEC", help="the model name sent to a G-Eval endpoint"),
+    )
 
     @functools.cached_property
     def judge(self):

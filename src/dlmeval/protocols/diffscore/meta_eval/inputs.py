@@ -158,6 +158,12 @@ class SuiteInputs:
             "may read the data and load models only (runs open on the Suite, over a store)"
         )
 
+    def compute_diffscore(self, *args: Any, **kwargs: Any) -> dict:
+        raise RuntimeError(
+            "a metric family scored while the suite's inputs were being prepared; a family's load() may read the "
+            "data and load models only (scores are computed on the Suite, over a store)"
+        )
+
 
 def task_prompt(task: str) -> str:
     from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, TASK_PROMPTS

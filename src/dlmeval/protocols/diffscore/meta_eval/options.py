@@ -23,6 +23,9 @@ SUITE_VERSION = 1  # bump when a component's numbers change for the same configu
 
 @dataclass(frozen=True)
 class SuiteOptions:
+    """The suite's settings. A metric family's own fields (``bertscore_model``, ``unieval_model``, ...) are set on
+    the command line by the options the family declares (``MetricFamily.options``); their defaults are here."""
+
     suite: str = "bartscore"
     benchmarks: tuple[str, ...] | None = None  # default: every benchmark of the suite
     limit: int | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 
 @register_family
@@ -30,6 +30,19 @@ class QuestEvalFamily(MetricFamily):
     needs = (
         "--questeval-qg-model DIR (ThomasNLG/t5-qg_squad1-en) and --questeval-qa-model DIR "
         "(ThomasNLG/t5-qa_squad2neg-en), or --allow-download"
+    )
+    options_title = "QuestEval"
+    options = (
+        FamilyOption(
+            "--questeval-qg-model",
+            metavar="SPEC",
+            help="QuestEval question generator (default ThomasNLG/t5-qg_squad1-en)",
+        ),
+        FamilyOption(
+            "--questeval-qa-model",
+            metavar="SPEC",
+            help="QuestEval question answerer (default ThomasNLG/t5-qa_squad2neg-en)",
+        ),
     )
 
     def _dir(self, spec, default: str, option: str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 #: (benchmark task, human dimension) -> (UniEval task, UniEval dimension); "overall": the mean of the task's two
 DIMENSIONS: dict[tuple[str, str], tuple[str, str]] = {
@@ -55,6 +55,19 @@ class UniEvalFamily(MetricFamily):
     mapped = "unieval:mapped"
     paper_row = "UniEval"
     needs = "--unieval-model DIR (MingZhong/unieval-sum), --unieval-fact-model DIR, or --allow-download"
+    options_title = "UniEval"
+    options = (
+        FamilyOption(
+            "--unieval-model",
+            metavar="SPEC",
+            help="UniEval checkpoint for summarization / data-to-text (default MingZhong/unieval-sum)",
+        ),
+        FamilyOption(
+            "--unieval-fact-model",
+            metavar="SPEC",
+            help="UniEval checkpoint for Rank19 / QAGS (default MingZhong/unieval-fact)",
+        ),
+    )
 
     def applies(self, bench) -> bool:
         return any((bench.task, d) in DIMENSIONS for d in bench.dimensions)

@@ -1,0 +1,181 @@
+"""The option groups the commands share, each flag declared once (#24).
+
+==========================  ===================================================================================
+group                       flags (commands)
+==========================  ===================================================================================
+:func:`add_model_args`      ``--model`` (score, sample, train, meta-eval)
+:func:`add_runtime_group`   ``--device`` [``--evaluator-device``], ``--dtype``, ``--trust-remote-code``,
+                            ``--allow-download``, ``--seed`` (score, sample, care, robust, meta-eval, train,
+                            check-model, demo); :func:`add_seed_arg` alone: perturb
+:func:`add_estimator_group` ``--preset``, ``--fast``, ``--masks/-K``, ``--rates/-T``, ``--scheme``,
+                            ``--weighting`` (score, meta-eval); choices from :mod:`dlmeval.scoring.names`
+:func:`add_batching_args`   ``--batch-size``, ``--max-tokens`` for DiffScore's forward passes (score, meta-eval)
+                            or for generation (sample, care)
+==========================  ===================================================================================
+
+A command passes only what truly differs: whether ``--seed`` replaces a spec's seed (care, robust: default None)
+or is the run seed (default 0), which evaluator models ``--evaluator-device`` places, a generation batch's default.
+The parsed values go to the code through one function each: :func:`dlmeval.cli.common.model_kwargs` (runtime),
+:func:`estimator_settings` (estimator). ``train``'s ``--batch-size`` (pairs per micro-batch) and ``--weighting``
+(the training loss) are other settings under the same names and stay with ``train``. A meta-eval metric family's
+options are declared by the family (:class:`dlmeval.protocols.diffscore.meta_eval.families.FamilyOption`).
+
+Nothing here imports numpy or torch: ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+DEVICE_HELP = (
+    "cpu, cuda, cuda:1, or auto (default; cuda:LOCAL_RANK under torchrun); map[:auto|balanced|sequential] "
+    "spreads one model over all visible devices (accelerate's big-model inference)"
+)
+RUN_SEED_HELP = "run seed (default 0; every draw derives from it and the item id)"
+SPEC_SEED_HELP = "run seed (replaces the spec's seed)"
+
+
+def add_model_args(
+    p, *, default: str = "default", flag: str = "--model", help_kind: str = "diffusion"
+) -> None:
+    p.add_argument(
+        flag, default=default, help=f"{help_kind} model spec (see `dlmeval models`); default: {default}"
+    )
+
+
+def add_seed_arg(g, *, from_spec: bool = False) -> None:
+    """``--seed``: the run seed (default 0), or, for a command run from a spec (``from_spec``), a seed that
+    replaces the spec's (default None: the spec's)."""
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=None if from_spec else 0,
+        help=SPEC_SEED_HELP if from_spec else RUN_SEED_HELP,
+    )
+
+
+def add_runtime_group(
+    p, *, evaluators: str | None = None, seed: bool = True, from_spec: bool = False
+) -> argparse._ArgumentGroup:
+    """The "runtime" group: where and how models load, and the seed. ``evaluators`` (what they are, for the
+    help) adds ``--evaluator-device`` for a command's evaluator models; ``from_spec``: ``--seed`` replaces a
+    spec's seed (:func:`add_seed_arg`); ``seed=False``: no ``--seed``."""
+    g = p.add_argument_group("runtime")
+    g.add_argument("--device", default="auto", help=DEVICE_HELP)
+    if evaluators is not None:
+        g.add_argument(
+            "--evaluator-device",
+            default=None,
+            metavar="DEVICE",
+            help=f"device of {evaluators} (default: --device); e.g. cuda:1 keeps them off the evaluated model's "
+            "GPU",
+        )
+    g.add_argument("--dtype", default="auto", help="float32, bfloat16, float16, or auto (float32 on CPU)")
+    g.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow model code shipped with checkpoints (LLaDA, Dream); off by default",
+    )
+    g.add_argument(
+        "--allow-download",
+        action="store_true",
+        help="allow fetching models from the Hugging Face hub (needs internet); off by default",
+    )
+    if seed:
+        add_seed_arg(g, from_spec=from_spec)
+    return g
+
+
+def add_estimator_group(p) -> argparse._ArgumentGroup:
+    """The "DiffScore estimator" group of ``score`` and ``meta-eval``: a preset and the settings that replace its
+    values (:func:`estimator_settings` reads them back). The choices are :mod:`dlmeval.scoring.names`'."""
+    from dlmeval.scoring.names import PRESET_NAMES, SCHEMES, WEIGHTINGS
+
+    g = p.add_argument_group("DiffScore estimator")
+    g.add_argument(
+        "--preset",
+        default=None,
+        choices=PRESET_NAMES,
+        help="estimator preset: standard (default: K=20, T=10, balanced masks, MLP), fast (K=5, T=5), paper (the "
+        "paper's estimator: K=20, T=10, independent Bernoulli masks, MLP), paper-fast (its DiffScore-Fast); "
+        "-K, -T, --scheme, --weighting replace the preset's value",
+    )
+    g.add_argument(
+        "--fast",
+        action="store_true",
+        help="the preset's Fast variant (DiffScore-Fast): K=5 masks over T=5 rates",
+    )
+    g.add_argument(
+        "--masks",
+        "-K",
+        type=int,
+        default=None,
+        help="masking patterns per text (default: the preset's, 20; 5 with --fast)",
+    )
+    g.add_argument(
+        "--rates",
+        "-T",
+        type=int,
+        default=None,
+        help="masking rates t_k = k/T (default: the preset's, 10; 5 with --fast)",
+    )
+    g.add_argument(
+        "--scheme",
+        default=None,
+        choices=SCHEMES,
+        help="balanced (default: Bernoulli masks in antithetic, stratified, tiled pairs; same expectation as "
+        "independent), independent (the paper's Bernoulli masks), exact-count (the former default: round(t L) "
+        "tokens per mask, another estimand), pll (exact: every single-token mask)",
+    )
+    g.add_argument(
+        "--weighting",
+        default=None,
+        choices=WEIGHTINGS,
+        help="mlp (default: 1/|M|, mean log-prob), elbo (the paper's strict 1/t: the sequence ELBO), elbo_norm "
+        "(1/(t L): the ELBO per token)",
+    )
+    return g
+
+
+def estimator_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The estimator flags as the keywords of :func:`dlmeval.scoring.spec.resolve_estimator` (and the same-named
+    fields of ``SuiteOptions``): None where a flag is not given (the preset's value)."""
+    return {
+        "preset": args.preset,
+        "fast": args.fast,
+        "n_masks": args.masks,
+        "n_rates": args.rates,
+        "scheme": args.scheme,
+        "weighting": args.weighting,
+    }
+
+
+_BATCHING = {
+    # DiffScore's forward passes (score, meta-eval): the batch shape can move a score's last float bits
+    "scoring": (
+        "rows per DiffScore forward pass; part of the run signature: it can change a score's last bits (float "
+        "rounding, below 1e-6 on the CPU), never with the number of ranks or a resume",
+        "padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; part of the run "
+        "signature, as --batch-size)",
+    ),
+    # generation (sample, care): the batch never changes a sample
+    "sampling": (
+        "samples per forward pass (never changes a sample)",
+        "padded tokens per forward pass (prompt + generated tokens per row): caps --batch-size so a batch's "
+        "logits fit the device (never changes a sample)",
+    ),
+}
+
+
+def add_batching_args(g, kind: str, *, batch_size: int | None = None, default_help: str = "") -> None:
+    """``--batch-size`` and ``--max-tokens`` of ``kind`` "scoring" (DiffScore) or "sampling" (generation);
+    ``batch_size`` is the default (None: the scorer's or the spec's), ``default_help`` says so ("default 16")."""
+    rows, tokens = _BATCHING[kind]
+    g.add_argument(
+        "--batch-size",
+        type=int,
+        default=batch_size,
+        help=rows + (f"; {default_help}" if default_help else ""),
+    )
+    g.add_argument("--max-tokens", type=int, default=None, help=tokens)
