@@ -34,7 +34,7 @@ import torch
 
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 #: dllm's A2D model types and the transformers base types their state dicts are
 A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
@@ -262,15 +262,6 @@ def _load(bd3lm: bool):
     return load
 
 
-def _standin(kind: str):
-    def load(opts: LoadOptions):
-        from dlmeval.models.standin_families import load_family_standin
-
-        return load_family_standin(kind, seed=opts.seed, device=opts.device or "cpu")
-
-    return load
-
-
 _QUIRKS = (
     "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
     "<|mask|> added by dllm's get_tokenizer: the tokenizer's mask role or that token's id",
@@ -286,7 +277,7 @@ FAMILY = register_family(
         adapter=A2DLM,
         load=_load(False),
         standin="tiny-a2d",
-        load_standin=_standin("a2d"),
+        load_standin=standin_loader("a2d"),
         standin_description="A2D stand-in: an a2d-qwen2 checkpoint directory (q/k/v biases, <|mask|>, "
         "Qwen chat template) (tests)",
         mask_sources=("tokenizer",),
@@ -313,7 +304,7 @@ FAMILY_BD3LM = register_family(
         adapter=A2DBlockLM,
         load=_load(True),
         standin="tiny-a2d-bd3lm",
-        load_standin=_standin("a2d-bd3lm"),
+        load_standin=standin_loader("a2d-bd3lm"),
         standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "
         "(tests)",
         attention="block-causal",

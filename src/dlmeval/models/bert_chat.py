@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 from dlmeval.models.hf_mlm import HFMaskedLM
 
 #: dllm's BERT-Chat template (``dllm.utils.get_tokenizer`` for BERT / RoBERTa / ModernBERT), written out
@@ -100,12 +100,6 @@ def _load(path: str, opts: LoadOptions):
     return load_bert_chat(path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download)
 
 
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("bert-chat", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="bert-chat",
@@ -116,7 +110,7 @@ FAMILY = register_family(
         adapter=BertChatLM,
         load=_load,
         standin="tiny-bert-chat",
-        load_standin=_standin,
+        load_standin=standin_loader("bert-chat"),
         standin_description="BERT-Chat stand-in: a ModernBERT masked LM directory with dllm's chat template "
         "and [PAD] as EOS (tests)",
         mask_sources=("tokenizer",),

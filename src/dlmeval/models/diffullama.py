@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dlmeval.errors import InputError
 from dlmeval.models.a2d import HFBidirectionalLM, load_hf_bidirectional
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 
 class DiffuLLaMALM(HFBidirectionalLM):
@@ -58,12 +58,6 @@ def _load(path: str, opts: LoadOptions):
     return load_diffullama(path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download)
 
 
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("diffullama", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="diffullama",
@@ -74,7 +68,7 @@ FAMILY = register_family(
         adapter=DiffuLLaMALM,
         load=_load,
         standin="tiny-diffullama",
-        load_standin=_standin,
+        load_standin=standin_loader("diffullama"),
         standin_description="DiffuLLaMA stand-in: a model_type llama directory, [MASK] added to a BOS-adding "
         "tokenizer, trained with the shift (tests)",
         mask_sources=("tokenizer",),

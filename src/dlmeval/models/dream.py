@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
 DREAM_MASK_ID = 151666
@@ -64,12 +64,6 @@ def load_dream(path: str, **kw) -> DreamLM:
     return load_remote_family(FAMILY, path, **kw)
 
 
-def _standin(opts: LoadOptions):
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("dream", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="dream",
@@ -80,7 +74,7 @@ FAMILY = register_family(
         adapter=DreamLM,
         load=remote_loader("dream"),
         standin="tiny-dream",
-        load_standin=_standin,
+        load_standin=standin_loader("dream"),
         standin_description="Dream stand-in: auto_map directory, Dream's interface (4-D mask, shift, q/k/v "
         "biases, slow tokenizer, diffusion_generate) (tests)",
         remote_code=True,

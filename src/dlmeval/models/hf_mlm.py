@@ -7,7 +7,7 @@ from torch import nn
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 # (trunk attribute, head attributes applied in order) for the architectures whose head we can split off, so the
 # memory-lean path projects only requested positions. Anything else falls back to full logits and a gather.
@@ -115,12 +115,6 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
     )
 
 
-def _standin(opts: LoadOptions) -> HFMaskedLM:
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("bert", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="hf",
@@ -131,7 +125,7 @@ FAMILY = register_family(
         adapter=HFMaskedLM,
         load=load_hf_mlm,
         standin="tiny-bert",
-        load_standin=_standin,
+        load_standin=standin_loader("bert"),
         standin_description="random 2-layer BERT MLM over a 120-word vocabulary (tests)",
         mask_sources=("tokenizer",),
         bos="tokenizer",

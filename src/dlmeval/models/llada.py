@@ -19,7 +19,7 @@ The family's facts are its registration at the end of this module (:mod:`dlmeval
 from __future__ import annotations
 
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
 LLADA_MASK_ID = 126336
@@ -47,12 +47,6 @@ def load_llada(path: str, **kw) -> LLaDALM:
     return load_remote_family(FAMILY, path, **kw)
 
 
-def _standin(opts: LoadOptions):
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("llada", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="llada",
@@ -62,7 +56,7 @@ FAMILY = register_family(
         adapter=LLaDALM,
         load=remote_loader("llada"),
         standin="tiny-llada",
-        load_standin=_standin,
+        load_standin=standin_loader("llada"),
         standin_description="LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own "
         "LLaDA-interface code (tests)",
         remote_code=True,

@@ -25,7 +25,7 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
 #: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
@@ -89,12 +89,6 @@ def _load(path: str, opts: LoadOptions):
     )
 
 
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("lladamoe", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="lladamoe",
@@ -105,7 +99,7 @@ FAMILY = register_family(
         adapter=LLaDAMoELM,
         load=_load,
         standin="tiny-llada-moe",
-        load_standin=_standin,
+        load_standin=standin_loader("lladamoe"),
         standin_description="LLaDA-MoE stand-in: auto_map directory with dlmeval's own MoE code (softmax top-2 "
         "of 4 experts, shared expert, dense first layer, q/k norm), config model_type llada as released (tests)",
         remote_code=True,
