@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 #: dllm's A2D model types and the transformers base types their state dicts are
@@ -80,19 +80,16 @@ class HFBidirectionalLM(DiffusionLM):
 
     def _run_4d(self, input_ids, inputs_embeds, mask4, position_ids, output_hidden_states):
         dt = next(self.module.parameters()).dtype
-        kw = {
-            "attention_mask": additive(mask4, dt),
-            "position_ids": position_ids,
-            "use_cache": False,
-            "output_hidden_states": output_hidden_states,
-        }
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module.model(**kw)  # the trunk; the head runs on the positions read only
-        hs = out.hidden_states if output_hidden_states else None
-        return RunOut(last_hidden=out.last_hidden_state, hidden_states=hs)
+        kw = one_input(
+            input_ids,
+            inputs_embeds,
+            attention_mask=additive(mask4, dt),
+            position_ids=position_ids,
+            use_cache=False,
+            output_hidden_states=output_hidden_states,
+        )
+        # the trunk; the head runs on the positions read only
+        return RunOut.of(self.module.model(**kw), output_hidden_states, trunk=True)
 
     def _head(self, hidden):
         return self.module.lm_head(hidden)

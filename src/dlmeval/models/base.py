@@ -44,6 +44,27 @@ class RunOut:
     logits: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
 
+    @classmethod
+    def of(cls, out: Any, output_hidden_states: bool, *, trunk: bool = False) -> RunOut:
+        """From a network's output: its ``logits`` (``trunk``: its ``last_hidden_state``, for ``_head``) and its
+        ``hidden_states`` when they were asked for."""
+        hs = out.hidden_states if output_hidden_states else None
+        if trunk:
+            return cls(last_hidden=out.last_hidden_state, hidden_states=hs)
+        return cls(logits=out.logits, hidden_states=hs)
+
+
+def one_input(
+    input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, **kw: Any
+) -> dict[str, Any]:
+    """The keywords ``kw`` of a network call plus exactly one input: ``inputs_embeds`` when given, else
+    ``input_ids`` (remote code refuses a keyword it does not take, even as None: LLaDA's forward)."""
+    if inputs_embeds is not None:
+        kw["inputs_embeds"] = inputs_embeds
+    else:
+        kw["input_ids"] = input_ids
+    return kw
+
 
 @dataclass
 class ForwardOut:

@@ -38,26 +38,15 @@ class HFMaskedLM(DiffusionLM):
                 break
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
-        if self._trunk is None:
-            out = self.module(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                inputs_embeds=inputs_embeds,
-                output_hidden_states=output_hidden_states,
-            )
-            return RunOut(
-                logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None
-            )
-        out = self._trunk(
+        # the trunk where the head splits off (it then runs on the positions read only), else the whole network
+        net = self.module if self._trunk is None else self._trunk
+        out = net(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
             output_hidden_states=output_hidden_states,
         )
-        return RunOut(
-            last_hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states if output_hidden_states else None,
-        )
+        return RunOut.of(out, output_hidden_states, trunk=self._trunk is not None)
 
     def _head(self, hidden: torch.Tensor) -> torch.Tensor:
         for m in self._head_mods:

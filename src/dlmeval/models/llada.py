@@ -18,7 +18,7 @@ The family's facts are its registration at the end of this module (:mod:`dlmeval
 
 from __future__ import annotations
 
-from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
@@ -31,13 +31,10 @@ class LLaDALM(DiffusionLM):
     family = "llada"
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
-        kw = {"attention_mask": attention_mask, "output_hidden_states": output_hidden_states}
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module(**kw)
-        return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
+        kw = one_input(
+            input_ids, inputs_embeds, attention_mask=attention_mask, output_hidden_states=output_hidden_states
+        )
+        return RunOut.of(self.module(**kw), output_hidden_states)
 
 
 def load_llada(path: str, **kw) -> LLaDALM:

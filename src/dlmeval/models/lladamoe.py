@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import DiffusionLM, RunOut
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
@@ -45,16 +45,14 @@ class LLaDAMoELM(DiffusionLM):
         b, n = x.shape[0], x.shape[1]
         am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask
         pos = torch.where(am.bool(), am.long().cumsum(-1) - 1, 0)
-        kw = {"attention_mask": am, "position_ids": pos, "output_hidden_states": output_hidden_states}
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module.model(**kw)
-        return RunOut(
-            last_hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states if output_hidden_states else None,
+        kw = one_input(
+            input_ids,
+            inputs_embeds,
+            attention_mask=am,
+            position_ids=pos,
+            output_hidden_states=output_hidden_states,
         )
+        return RunOut.of(self.module.model(**kw), output_hidden_states, trunk=True)
 
     def _head(self, hidden):
         return self.module.lm_head(hidden)
