@@ -37,9 +37,9 @@ from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import (
     ModelIdentity,
     length_sorted_batches,
+    model_identity,
     resolve_device,
     resolve_dtype,
-    state_dict_sha256,
 )
 
 BART_LARGE_CNN = "facebook/bart-large-cnn"
@@ -86,10 +86,7 @@ class Seq2SeqScorer:
         self._sha: str | None = None
 
     def identity(self) -> ModelIdentity:
-        if self._sha is None:
-            self._sha = state_dict_sha256(self.module)
-        dtype = str(next(self.module.parameters()).dtype).replace("torch.", "")
-        return ModelIdentity(self.name, self.family, self.source, self._sha, dtype, self.device.type, None)
+        return model_identity(self, next(self.module.parameters()).dtype)
 
     def encode(self, text: str) -> list[int]:
         """Token ids with the tokenizer's special tokens, cut to ``max_length`` as BARTScore cuts them."""

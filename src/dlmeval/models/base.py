@@ -126,6 +126,23 @@ def state_dict_sha256(module: nn.Module) -> str:
     return h.hexdigest()
 
 
+def model_identity(model: Any, dtype: Any, mask_token_id: int | None = None, extra=None) -> ModelIdentity:
+    """The :class:`ModelIdentity` of a model (``name``, ``family``, ``source``, ``module``, ``device``): its weights
+    hashed once and kept in ``model._sha`` (None: not yet hashed), ``dtype`` without the ``torch.`` prefix."""
+    if model._sha is None:
+        model._sha = state_dict_sha256(model.module)
+    return ModelIdentity(
+        model.name,
+        model.family,
+        model.source,
+        model._sha,
+        str(dtype).replace("torch.", ""),
+        model.device.type,
+        mask_token_id,
+        dict(extra or {}),
+    )
+
+
 class _TokenizerMixin:
     """Tokenization and padding shared by the diffusion and causal interfaces."""
 
@@ -418,18 +435,8 @@ class DiffusionLM(_TokenizerMixin):
         return emb
 
     def identity(self) -> ModelIdentity:
-        if self._sha is None:
-            self._sha = state_dict_sha256(self.module)
-        return ModelIdentity(
-            self.name,
-            self.family,
-            self.source,
-            self._sha,
-            str(self.dtype).replace("torch.", ""),
-            self.device.type,
-            self.mask_token_id,
-            dict(self.identity_extra),  # e.g. the LoRA adapter (dlmeval.models.adapters)
-        )
+        # identity_extra: e.g. the LoRA adapter (dlmeval.models.adapters)
+        return model_identity(self, self.dtype, self.mask_token_id, self.identity_extra)
 
     def invalidate_identity(self) -> None:
         """Call after changing weights (training) so the hash is recomputed."""
