@@ -30,13 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from functools import lru_cache
 from pathlib import Path
 
 import torch
 
 from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
-from dlmeval.models.standins import ASSETS, _words, built_once
+from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
 
 KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
 BUILD_VERSION = 1
@@ -346,13 +345,7 @@ def standin_dir(
     """The checkpoint directory of stand-in ``kind`` (one of :data:`KINDS`), built on first use."""
     if kind not in KINDS:
         raise ValueError(f"no stand-in for {kind!r}; choose one of {', '.join(KINDS)}")
-    return _checkpoint(kind, seed, layers, hidden, str(root) if root else None)
-
-
-@lru_cache(maxsize=64)
-def _checkpoint(kind: str, seed: int, layers: int, hidden: int, root: str | None) -> Path:
-    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
-    return built_once(name, lambda tmp: _build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+    return cached_checkpoint(_build, _code_hash, kind, seed, layers, hidden, str(root) if root else None)
 
 
 def load_family_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):
