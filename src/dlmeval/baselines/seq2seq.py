@@ -275,17 +275,13 @@ def tiny_bart(directory: str | Path, *, seed: int = 0, layers: int = 1, d_model:
     :data:`dlmeval.models.tiny.TINY_WORDS` that wraps texts as ``<bos> ... <eos>``, as BART's ``<s> ... </s>``)
     to ``directory`` and return it: a stand-in that :func:`load_seq2seq` loads the way it loads a real one.
     Weights are a pure function of ``seed``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from tokenizers import processors
     from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
-    from dlmeval.models.tiny import SPECIALS, TINY_WORDS
+    from dlmeval.models.tiny import tiny_vocab, word_level
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + [w for w in TINY_WORDS if w not in SPECIALS])}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    vocab = tiny_vocab()
+    tk = word_level(vocab)
     tk.post_processor = processors.TemplateProcessing(
         single="<bos> $A <eos>",
         pair="<bos> $A <eos> <eos> $B <eos>",

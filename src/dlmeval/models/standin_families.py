@@ -36,6 +36,7 @@ import torch
 
 from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
 from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
+from dlmeval.models.tiny import word_level
 
 KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
 BUILD_VERSION = 1
@@ -68,7 +69,7 @@ def _code_hash() -> str:
 
 
 def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import decoders, processors
     from transformers import PreTrainedTokenizerFast
 
     words = _words()
@@ -77,11 +78,7 @@ def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles)
     ordered = list(dict.fromkeys(specials + words))
     vocab = {t: i for i, t in enumerate(ordered)}
     unk = roles.pop("unk_token", "[UNK]")
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    tk = word_level(vocab, unk)
     template = roles.pop("template", None)
     if template == "bert":
         tk.post_processor = processors.TemplateProcessing(

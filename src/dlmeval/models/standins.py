@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from dlmeval.models.tiny import TINY_WORDS
+from dlmeval.models.tiny import TINY_WORDS, word_level
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "standins"
 CODE = {
@@ -150,15 +150,11 @@ def _write_json(path: Path, obj) -> None:
 
 
 def _llada_tokenizer(out: Path) -> dict[str, int]:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import decoders, processors
     from transformers import PreTrainedTokenizerFast
 
     vocab = {t: i for i, t in enumerate(_words() + LLADA_SPECIALS)}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    tk = word_level(vocab)
     tk.post_processor = processors.TemplateProcessing(
         single="<|startoftext|> $A",
         pair="<|startoftext|> $A $B",
