@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dlmeval.baselines.likelihood import flat_references
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import (
     ModelIdentity,
@@ -202,14 +203,7 @@ def bartscore(
     if "mar" in directions:
         out["mar"] = np.asarray(scorer.mean_logprobs([None] * n, list(candidates)))
     if want_ref:
-        flat_c, flat_r, owner = [], [], []
-        for i, (c, refs) in enumerate(zip(candidates, references)):
-            refs = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
-            if not refs:
-                raise InputError(f"candidate {i} has no reference")
-            flat_c += [c] * len(refs)
-            flat_r += refs
-            owner += [i] * len(refs)
+        flat_c, flat_r, owner = flat_references(candidates, references)
         r2h = np.asarray(scorer.mean_logprobs(flat_r, flat_c))
         h2r = np.asarray(scorer.mean_logprobs(flat_c, flat_r))
         own = np.asarray(owner)
