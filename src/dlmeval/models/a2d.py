@@ -34,7 +34,7 @@ import torch
 
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
 #: dllm's A2D model types and the transformers base types their state dicts are
 A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
@@ -246,19 +246,7 @@ def load_a2d(
     )
 
 
-def _load(bd3lm: bool):
-    def load(path: str, opts: LoadOptions):
-        if not path:
-            raise InputError(
-                f"{'a2d-bd3lm' if bd3lm else 'a2d'}: needs a path, e.g. a2d:./Qwen3-0.6B-diffusion-mdlm"
-            )
-        return load_a2d(
-            path, bd3lm=bd3lm, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download
-        )
-
-    return load
-
-
+_EXAMPLE = "a2d:./Qwen3-0.6B-diffusion-mdlm"
 _QUIRKS = (
     "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
     "<|mask|> added by dllm's get_tokenizer: the tokenizer's mask role or that token's id",
@@ -272,7 +260,7 @@ FAMILY = register_family(
         description="dllm's AR-to-diffusion models (Qwen2 / Qwen3 / LLaMA with bidirectional attention, MDLM); "
         "no remote code",
         adapter=A2DLM,
-        load=_load(False),
+        load=path_loader("a2d", _EXAMPLE, load_a2d, bd3lm=False),
         standin="tiny-a2d",
         load_standin=standin_loader("a2d"),
         standin_description="A2D stand-in: an a2d-qwen2 checkpoint directory (q/k/v biases, <|mask|>, "
@@ -299,7 +287,7 @@ FAMILY_BD3LM = register_family(
         description="dllm's AR-to-diffusion models trained as block diffusion (BD3LM): block-causal attention, "
         "sampled block by block (dlmeval.sampling.block); no remote code",
         adapter=A2DBlockLM,
-        load=_load(True),
+        load=path_loader("a2d-bd3lm", _EXAMPLE, load_a2d, bd3lm=True),
         standin="tiny-a2d-bd3lm",
         load_standin=standin_loader("a2d-bd3lm"),
         standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "

@@ -272,6 +272,24 @@ def standin_loader(kind: str) -> Callable[[LoadOptions], Any]:
     return load
 
 
+def path_loader(
+    label: str, example: str, load: Callable[..., Any], *, remote_code: bool = False, **fixed: Any
+) -> Callable[[str, LoadOptions], Any]:
+    """``Family.load`` for a family loader ``load(path, device=, dtype=, allow_download=, **fixed)`` (and
+    ``trust_remote_code=`` when ``remote_code``): an empty path is refused, ``label`` naming the spec and ``example``
+    showing one."""
+
+    def load_path(path: str, opts: LoadOptions) -> Any:
+        if not path:
+            raise InputError(f"{label}: needs a path, e.g. {example}")
+        kw = {"trust_remote_code": opts.trust_remote_code} if remote_code else {}
+        return load(
+            path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download, **fixed, **kw
+        )
+
+    return load_path
+
+
 def register_family(fam: Family) -> Family:
     """Register ``fam`` under its name (and aliases); the one call a family module ends with."""
     return FAMILIES.add(fam.name, fam)

@@ -25,7 +25,7 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
 #: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
@@ -75,18 +75,6 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
     return load_remote_family(FAMILY, path, **kw)
 
 
-def _load(path: str, opts: LoadOptions):
-    if not path:
-        raise InputError("llada-moe: needs a path, e.g. llada-moe:./LLaDA-MoE-7B-A1B-Base")
-    return load_lladamoe(
-        path,
-        device=opts.device,
-        dtype=opts.dtype,
-        trust_remote_code=opts.trust_remote_code,
-        allow_download=opts.allow_download,
-    )
-
-
 FAMILY = register_family(
     Family(
         name="lladamoe",
@@ -95,7 +83,7 @@ FAMILY = register_family(
         prefix="llada-moe",
         description="LLaDA-MoE (mixture-of-experts LLaDA); remote code only with --trust-remote-code",
         adapter=LLaDAMoELM,
-        load=_load,
+        load=path_loader("llada-moe", "llada-moe:./LLaDA-MoE-7B-A1B-Base", load_lladamoe, remote_code=True),
         standin="tiny-llada-moe",
         load_standin=standin_loader("lladamoe"),
         standin_description="LLaDA-MoE stand-in: auto_map directory with dlmeval's own MoE code (softmax top-2 "
