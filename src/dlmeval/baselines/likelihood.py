@@ -69,6 +69,22 @@ class ARScorer:
         return out
 
 
+def flat_references(
+    candidates: Sequence[str], references: Sequence[str | Sequence[str]]
+) -> tuple[list[str], list[str], list[int]]:
+    """``(candidates, references, owner)`` flattened to one row per (candidate, distinct reference): a candidate
+    takes one reference or a sequence of them (duplicates scored once); ``owner[k]`` is row ``k``'s candidate."""
+    flat_c, flat_r, owner = [], [], []
+    for i, (c, refs) in enumerate(zip(candidates, references)):
+        refs = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
+        if not refs:
+            raise InputError(f"candidate {i} has no reference")
+        flat_c += [c] * len(refs)
+        flat_r += refs
+        owner += [i] * len(refs)
+    return flat_c, flat_r, owner
+
+
 def directional_scores(
     scorer: ARScorer,
     candidates: Sequence[str],
@@ -107,15 +123,7 @@ def directional_scores(
     if "mar" in directions:
         out["mar"] = scorer.mean_logprobs([None] * n, list(candidates))
     if want_ref:
-        flat_c, flat_r, owner = [], [], []
-        for i, (c, refs) in enumerate(zip(candidates, references)):
-            refs = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
-            if not refs:
-                raise InputError(f"candidate {i} has no reference")
-            for r in refs:
-                flat_c.append(c)
-                flat_r.append(r)
-                owner.append(i)
+        flat_c, flat_r, owner = flat_references(candidates, references)
         r2h = scorer.mean_logprobs(flat_r, flat_c)
         h2r = scorer.mean_logprobs(flat_c, flat_r)
         best_r2h = np.full(n, -np.inf)

@@ -33,13 +33,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dlmeval.baselines.likelihood import flat_references
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import (
     ModelIdentity,
     length_sorted_batches,
+    model_identity,
     resolve_device,
     resolve_dtype,
-    state_dict_sha256,
 )
 
 BART_LARGE_CNN = "facebook/bart-large-cnn"
@@ -86,10 +87,7 @@ class Seq2SeqScorer:
         self._sha: str | None = None
 
     def identity(self) -> ModelIdentity:
-        if self._sha is None:
-            self._sha = state_dict_sha256(self.module)
-        dtype = str(next(self.module.parameters()).dtype).replace("torch.", "")
-        return ModelIdentity(self.name, self.family, self.source, self._sha, dtype, self.device.type, None)
+        return model_identity(self, next(self.module.parameters()).dtype)
 
     def encode(self, text: str) -> list[int]:
         """Token ids with the tokenizer's special tokens, cut to ``max_length`` as BARTScore cuts them."""
@@ -205,14 +203,7 @@ def bartscore(
     if "mar" in directions:
         out["mar"] = np.asarray(scorer.mean_logprobs([None] * n, list(candidates)))
     if want_ref:
-        flat_c, flat_r, owner = [], [], []
-        for i, (c, refs) in enumerate(zip(candidates, references)):
-            refs = [refs] if isinstance(refs, str) else list(dict.fromkeys(refs))
-            if not refs:
-                raise InputError(f"candidate {i} has no reference")
-            flat_c += [c] * len(refs)
-            flat_r += refs
-            owner += [i] * len(refs)
+        flat_c, flat_r, owner = flat_references(candidates, references)
         r2h = np.asarray(scorer.mean_logprobs(flat_r, flat_c))
         h2r = np.asarray(scorer.mean_logprobs(flat_c, flat_r))
         own = np.asarray(owner)
@@ -278,17 +269,13 @@ def tiny_bart(directory: str | Path, *, seed: int = 0, layers: int = 1, d_model:
     :data:`dlmeval.models.tiny.TINY_WORDS` that wraps texts as ``<bos> ... <eos>``, as BART's ``<s> ... </s>``)
     to ``directory`` and return it: a stand-in that :func:`load_seq2seq` loads the way it loads a real one.
     Weights are a pure function of ``seed``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from tokenizers import processors
     from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
 
-    from dlmeval.models.tiny import SPECIALS, TINY_WORDS
+    from dlmeval.models.tiny import tiny_vocab, word_level
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + [w for w in TINY_WORDS if w not in SPECIALS])}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    vocab = tiny_vocab()
+    tk = word_level(vocab)
     tk.post_processor = processors.TemplateProcessing(
         single="<bos> $A <eos>",
         pair="<bos> $A <eos> <eos> $B <eos>",

@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
 #: dllm's A2D model types and the transformers base types their state dicts are
 A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
@@ -80,19 +80,16 @@ class HFBidirectionalLM(DiffusionLM):
 
     def _run_4d(self, input_ids, inputs_embeds, mask4, position_ids, output_hidden_states):
         dt = next(self.module.parameters()).dtype
-        kw = {
-            "attention_mask": additive(mask4, dt),
-            "position_ids": position_ids,
-            "use_cache": False,
-            "output_hidden_states": output_hidden_states,
-        }
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module.model(**kw)  # the trunk; the head runs on the positions read only
-        hs = out.hidden_states if output_hidden_states else None
-        return RunOut(last_hidden=out.last_hidden_state, hidden_states=hs)
+        kw = one_input(
+            input_ids,
+            inputs_embeds,
+            attention_mask=additive(mask4, dt),
+            position_ids=position_ids,
+            use_cache=False,
+            output_hidden_states=output_hidden_states,
+        )
+        # the trunk; the head runs on the positions read only
+        return RunOut.of(self.module.model(**kw), output_hidden_states, trunk=True)
 
     def _head(self, hidden):
         return self.module.lm_head(hidden)
@@ -249,28 +246,7 @@ def load_a2d(
     )
 
 
-def _load(bd3lm: bool):
-    def load(path: str, opts: LoadOptions):
-        if not path:
-            raise InputError(
-                f"{'a2d-bd3lm' if bd3lm else 'a2d'}: needs a path, e.g. a2d:./Qwen3-0.6B-diffusion-mdlm"
-            )
-        return load_a2d(
-            path, bd3lm=bd3lm, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download
-        )
-
-    return load
-
-
-def _standin(kind: str):
-    def load(opts: LoadOptions):
-        from dlmeval.models.standin_families import load_family_standin
-
-        return load_family_standin(kind, seed=opts.seed, device=opts.device or "cpu")
-
-    return load
-
-
+_EXAMPLE = "a2d:./Qwen3-0.6B-diffusion-mdlm"
 _QUIRKS = (
     "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
     "<|mask|> added by dllm's get_tokenizer: the tokenizer's mask role or that token's id",
@@ -284,9 +260,9 @@ FAMILY = register_family(
         description="dllm's AR-to-diffusion models (Qwen2 / Qwen3 / LLaMA with bidirectional attention, MDLM); "
         "no remote code",
         adapter=A2DLM,
-        load=_load(False),
+        load=path_loader("a2d", _EXAMPLE, load_a2d, bd3lm=False),
         standin="tiny-a2d",
-        load_standin=_standin("a2d"),
+        load_standin=standin_loader("a2d"),
         standin_description="A2D stand-in: an a2d-qwen2 checkpoint directory (q/k/v biases, <|mask|>, "
         "Qwen chat template) (tests)",
         mask_sources=("tokenizer",),
@@ -311,9 +287,9 @@ FAMILY_BD3LM = register_family(
         description="dllm's AR-to-diffusion models trained as block diffusion (BD3LM): block-causal attention, "
         "sampled block by block (dlmeval.sampling.block); no remote code",
         adapter=A2DBlockLM,
-        load=_load(True),
+        load=path_loader("a2d-bd3lm", _EXAMPLE, load_a2d, bd3lm=True),
         standin="tiny-a2d-bd3lm",
-        load_standin=_standin("a2d-bd3lm"),
+        load_standin=standin_loader("a2d-bd3lm"),
         standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "
         "(tests)",
         attention="block-causal",

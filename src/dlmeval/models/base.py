@@ -44,6 +44,27 @@ class RunOut:
     logits: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
 
+    @classmethod
+    def of(cls, out: Any, output_hidden_states: bool, *, trunk: bool = False) -> RunOut:
+        """From a network's output: its ``logits`` (``trunk``: its ``last_hidden_state``, for ``_head``) and its
+        ``hidden_states`` when they were asked for."""
+        hs = out.hidden_states if output_hidden_states else None
+        if trunk:
+            return cls(last_hidden=out.last_hidden_state, hidden_states=hs)
+        return cls(logits=out.logits, hidden_states=hs)
+
+
+def one_input(
+    input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, **kw: Any
+) -> dict[str, Any]:
+    """The keywords ``kw`` of a network call plus exactly one input: ``inputs_embeds`` when given, else
+    ``input_ids`` (remote code refuses a keyword it does not take, even as None: LLaDA's forward)."""
+    if inputs_embeds is not None:
+        kw["inputs_embeds"] = inputs_embeds
+    else:
+        kw["input_ids"] = input_ids
+    return kw
+
 
 @dataclass
 class ForwardOut:
@@ -103,6 +124,23 @@ def state_dict_sha256(module: nn.Module) -> str:
         h.update(str(tuple(t.shape)).encode())
         h.update(t.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
+
+
+def model_identity(model: Any, dtype: Any, mask_token_id: int | None = None, extra=None) -> ModelIdentity:
+    """The :class:`ModelIdentity` of a model (``name``, ``family``, ``source``, ``module``, ``device``): its weights
+    hashed once and kept in ``model._sha`` (None: not yet hashed), ``dtype`` without the ``torch.`` prefix."""
+    if model._sha is None:
+        model._sha = state_dict_sha256(model.module)
+    return ModelIdentity(
+        model.name,
+        model.family,
+        model.source,
+        model._sha,
+        str(dtype).replace("torch.", ""),
+        model.device.type,
+        mask_token_id,
+        dict(extra or {}),
+    )
 
 
 class _TokenizerMixin:
@@ -397,18 +435,8 @@ class DiffusionLM(_TokenizerMixin):
         return emb
 
     def identity(self) -> ModelIdentity:
-        if self._sha is None:
-            self._sha = state_dict_sha256(self.module)
-        return ModelIdentity(
-            self.name,
-            self.family,
-            self.source,
-            self._sha,
-            str(self.dtype).replace("torch.", ""),
-            self.device.type,
-            self.mask_token_id,
-            dict(self.identity_extra),  # e.g. the LoRA adapter (dlmeval.models.adapters)
-        )
+        # identity_extra: e.g. the LoRA adapter (dlmeval.models.adapters)
+        return model_identity(self, self.dtype, self.mask_token_id, self.identity_extra)
 
     def invalidate_identity(self) -> None:
         """Call after changing weights (training) so the hash is recomputed."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 from dlmeval.models.hf_mlm import HFMaskedLM
 
 #: dllm's BERT-Chat template (``dllm.utils.get_tokenizer`` for BERT / RoBERTa / ModernBERT), written out
@@ -94,18 +94,6 @@ def load_bert_chat(
     return m
 
 
-def _load(path: str, opts: LoadOptions):
-    if not path:
-        raise InputError("bert-chat: needs a path, e.g. bert-chat:./ModernBERT-large-chat-v0.1")
-    return load_bert_chat(path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download)
-
-
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("bert-chat", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="bert-chat",
@@ -114,9 +102,9 @@ FAMILY = register_family(
         description="dllm's BERT-Chat (ModernBERT fine-tuned to chat by diffusion SFT): dllm's chat template, "
         "EOS = the pad token",
         adapter=BertChatLM,
-        load=_load,
+        load=path_loader("bert-chat", "bert-chat:./ModernBERT-large-chat-v0.1", load_bert_chat),
         standin="tiny-bert-chat",
-        load_standin=_standin,
+        load_standin=standin_loader("bert-chat"),
         standin_description="BERT-Chat stand-in: a ModernBERT masked LM directory with dllm's chat template "
         "and [PAD] as EOS (tests)",
         mask_sources=("tokenizer",),

@@ -13,11 +13,7 @@ import numpy as np
 import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import (
-    ModelIdentity,
-    _TokenizerMixin,
-    state_dict_sha256,
-)
+from dlmeval.models.base import ModelIdentity, _TokenizerMixin, model_identity
 from dlmeval.models.causal_generation import Generation, Prompt, generate_batch
 
 # Padded prefix tokens per multiple-choice batch on a CPU (CausalLM.choice_logprobs): larger batches were slower
@@ -59,17 +55,7 @@ class CausalLM(_TokenizerMixin):
 
     # ------------------------------------------------------------------ identity
     def identity(self) -> ModelIdentity:
-        if self._sha is None:
-            self._sha = state_dict_sha256(self.module)
-        return ModelIdentity(
-            self.name,
-            self.family,
-            self.source,
-            self._sha,
-            str(self.dtype).replace("torch.", ""),
-            self.device.type,
-            None,
-        )
+        return model_identity(self, self.dtype)
 
     def reset_nfe(self) -> None:
         self.nfe = 0

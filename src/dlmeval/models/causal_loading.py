@@ -16,7 +16,7 @@ import torch
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype, state_dict_sha256
 from dlmeval.models.causal import HFCausalLM
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 
 def load_causal(
@@ -186,12 +186,6 @@ def _load_causal(path: str, opts: LoadOptions) -> HFCausalLM:
     )
 
 
-def _standin(opts: LoadOptions) -> HFCausalLM:
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("causal", seed=opts.seed, device=opts.device or "cpu")
-
-
 CAUSAL = register_family(
     Family(
         name="causal",
@@ -202,7 +196,7 @@ CAUSAL = register_family(
         adapter=HFCausalLM,
         load=_load_causal,
         standin="tiny-causal",
-        load_standin=_standin,
+        load_standin=standin_loader("causal"),
         standin_description="random 2-layer Llama causal LM (tests)",
         mask_sources=(),
         attention="causal",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dlmeval.errors import InputError
 from dlmeval.models.a2d import HFBidirectionalLM, load_hf_bidirectional
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
 
 class DiffuLLaMALM(HFBidirectionalLM):
@@ -52,18 +52,6 @@ def load_diffullama(path: str, *, device=None, dtype=None, allow_download: bool 
     )
 
 
-def _load(path: str, opts: LoadOptions):
-    if not path:
-        raise InputError("diffullama: needs a path, e.g. diffullama:./diffullama")
-    return load_diffullama(path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download)
-
-
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("diffullama", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="diffullama",
@@ -72,9 +60,9 @@ FAMILY = register_family(
         description="DiffuLLaMA (LLaMA-2 adapted to diffusion: full attention, shifted logits); plain LLaMA "
         "weights, no remote code",
         adapter=DiffuLLaMALM,
-        load=_load,
+        load=path_loader("diffullama", "diffullama:./diffullama", load_diffullama),
         standin="tiny-diffullama",
-        load_standin=_standin,
+        load_standin=standin_loader("diffullama"),
         standin_description="DiffuLLaMA stand-in: a model_type llama directory, [MASK] added to a BOS-adding "
         "tokenizer, trained with the shift (tests)",
         mask_sources=("tokenizer",),

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import torch
 
-from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
+from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
 DREAM_MASK_ID = 151666
@@ -48,13 +48,14 @@ class DreamLM(DiffusionLM):
             n, dtype=torch.bool, device=x.device
         )
         pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-        kw = {"attention_mask": mask4, "position_ids": pos, "output_hidden_states": output_hidden_states}
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module(**kw)
-        return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
+        kw = one_input(
+            input_ids,
+            inputs_embeds,
+            attention_mask=mask4,
+            position_ids=pos,
+            output_hidden_states=output_hidden_states,
+        )
+        return RunOut.of(self.module(**kw), output_hidden_states)
 
 
 def load_dream(path: str, **kw) -> DreamLM:
@@ -62,12 +63,6 @@ def load_dream(path: str, **kw) -> DreamLM:
     from dlmeval.models.remote import load_remote_family
 
     return load_remote_family(FAMILY, path, **kw)
-
-
-def _standin(opts: LoadOptions):
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("dream", seed=opts.seed, device=opts.device or "cpu")
 
 
 FAMILY = register_family(
@@ -80,7 +75,7 @@ FAMILY = register_family(
         adapter=DreamLM,
         load=remote_loader("dream"),
         standin="tiny-dream",
-        load_standin=_standin,
+        load_standin=standin_loader("dream"),
         standin_description="Dream stand-in: auto_map directory, Dream's interface (4-D mask, shift, q/k/v "
         "biases, slow tokenizer, diffusion_generate) (tests)",
         remote_code=True,

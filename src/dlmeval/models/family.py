@@ -253,6 +253,43 @@ class _Families:
 FAMILIES = _Families()
 
 
+#: the stand-ins :func:`dlmeval.models.tiny.tiny_model` builds; every other stand-in is a checkpoint directory of
+#: :mod:`dlmeval.models.standin_families`
+TINY_KINDS = ("bert", "llada", "dream", "causal")
+
+
+def standin_loader(kind: str) -> Callable[[LoadOptions], Any]:
+    """``Family.load_standin`` of stand-in ``kind`` (one of :data:`TINY_KINDS`, else a kind of
+    :mod:`dlmeval.models.standin_families`): seeded by the options, on their device (by default the CPU)."""
+
+    def load(opts: LoadOptions) -> Any:
+        if kind in TINY_KINDS:
+            from dlmeval.models.tiny import tiny_model as build
+        else:
+            from dlmeval.models.standin_families import load_family_standin as build
+        return build(kind, seed=opts.seed, device=opts.device or "cpu")
+
+    return load
+
+
+def path_loader(
+    label: str, example: str, load: Callable[..., Any], *, remote_code: bool = False, **fixed: Any
+) -> Callable[[str, LoadOptions], Any]:
+    """``Family.load`` for a family loader ``load(path, device=, dtype=, allow_download=, **fixed)`` (and
+    ``trust_remote_code=`` when ``remote_code``): an empty path is refused, ``label`` naming the spec and ``example``
+    showing one."""
+
+    def load_path(path: str, opts: LoadOptions) -> Any:
+        if not path:
+            raise InputError(f"{label}: needs a path, e.g. {example}")
+        kw = {"trust_remote_code": opts.trust_remote_code} if remote_code else {}
+        return load(
+            path, device=opts.device, dtype=opts.dtype, allow_download=opts.allow_download, **fixed, **kw
+        )
+
+    return load_path
+
+
 def register_family(fam: Family) -> Family:
     """Register ``fam`` under its name (and aliases); the one call a family module ends with."""
     return FAMILIES.add(fam.name, fam)

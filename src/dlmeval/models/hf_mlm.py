@@ -7,7 +7,7 @@ from torch import nn
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
 # (trunk attribute, head attributes applied in order) for the architectures whose head we can split off, so the
 # memory-lean path projects only requested positions. Anything else falls back to full logits and a gather.
@@ -38,26 +38,15 @@ class HFMaskedLM(DiffusionLM):
                 break
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
-        if self._trunk is None:
-            out = self.module(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                inputs_embeds=inputs_embeds,
-                output_hidden_states=output_hidden_states,
-            )
-            return RunOut(
-                logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None
-            )
-        out = self._trunk(
+        # the trunk where the head splits off (it then runs on the positions read only), else the whole network
+        net = self.module if self._trunk is None else self._trunk
+        out = net(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
             output_hidden_states=output_hidden_states,
         )
-        return RunOut(
-            last_hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states if output_hidden_states else None,
-        )
+        return RunOut.of(out, output_hidden_states, trunk=self._trunk is not None)
 
     def _head(self, hidden: torch.Tensor) -> torch.Tensor:
         for m in self._head_mods:
@@ -115,12 +104,6 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
     )
 
 
-def _standin(opts: LoadOptions) -> HFMaskedLM:
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("bert", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="hf",
@@ -131,7 +114,7 @@ FAMILY = register_family(
         adapter=HFMaskedLM,
         load=load_hf_mlm,
         standin="tiny-bert",
-        load_standin=_standin,
+        load_standin=standin_loader("bert"),
         standin_description="random 2-layer BERT MLM over a 120-word vocabulary (tests)",
         mask_sources=("tokenizer",),
         bos="tokenizer",

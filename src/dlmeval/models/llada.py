@@ -18,8 +18,8 @@ The family's facts are its registration at the end of this module (:mod:`dlmeval
 
 from __future__ import annotations
 
-from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
+from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
 LLADA_MASK_ID = 126336
@@ -31,13 +31,10 @@ class LLaDALM(DiffusionLM):
     family = "llada"
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
-        kw = {"attention_mask": attention_mask, "output_hidden_states": output_hidden_states}
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module(**kw)
-        return RunOut(logits=out.logits, hidden_states=out.hidden_states if output_hidden_states else None)
+        kw = one_input(
+            input_ids, inputs_embeds, attention_mask=attention_mask, output_hidden_states=output_hidden_states
+        )
+        return RunOut.of(self.module(**kw), output_hidden_states)
 
 
 def load_llada(path: str, **kw) -> LLaDALM:
@@ -45,12 +42,6 @@ def load_llada(path: str, **kw) -> LLaDALM:
     from dlmeval.models.remote import load_remote_family
 
     return load_remote_family(FAMILY, path, **kw)
-
-
-def _standin(opts: LoadOptions):
-    from dlmeval.models.tiny import tiny_model
-
-    return tiny_model("llada", seed=opts.seed, device=opts.device or "cpu")
 
 
 FAMILY = register_family(
@@ -62,7 +53,7 @@ FAMILY = register_family(
         adapter=LLaDALM,
         load=remote_loader("llada"),
         standin="tiny-llada",
-        load_standin=_standin,
+        load_standin=standin_loader("llada"),
         standin_description="LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own "
         "LLaDA-interface code (tests)",
         remote_code=True,

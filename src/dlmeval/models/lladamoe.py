@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.base import DiffusionLM, RunOut, one_input
+from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
 #: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
@@ -45,16 +45,14 @@ class LLaDAMoELM(DiffusionLM):
         b, n = x.shape[0], x.shape[1]
         am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask
         pos = torch.where(am.bool(), am.long().cumsum(-1) - 1, 0)
-        kw = {"attention_mask": am, "position_ids": pos, "output_hidden_states": output_hidden_states}
-        if inputs_embeds is not None:
-            kw["inputs_embeds"] = inputs_embeds
-        else:
-            kw["input_ids"] = input_ids
-        out = self.module.model(**kw)
-        return RunOut(
-            last_hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states if output_hidden_states else None,
+        kw = one_input(
+            input_ids,
+            inputs_embeds,
+            attention_mask=am,
+            position_ids=pos,
+            output_hidden_states=output_hidden_states,
         )
+        return RunOut.of(self.module.model(**kw), output_hidden_states, trunk=True)
 
     def _head(self, hidden):
         return self.module.lm_head(hidden)
@@ -77,24 +75,6 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
     return load_remote_family(FAMILY, path, **kw)
 
 
-def _load(path: str, opts: LoadOptions):
-    if not path:
-        raise InputError("llada-moe: needs a path, e.g. llada-moe:./LLaDA-MoE-7B-A1B-Base")
-    return load_lladamoe(
-        path,
-        device=opts.device,
-        dtype=opts.dtype,
-        trust_remote_code=opts.trust_remote_code,
-        allow_download=opts.allow_download,
-    )
-
-
-def _standin(opts: LoadOptions):
-    from dlmeval.models.standin_families import load_family_standin
-
-    return load_family_standin("lladamoe", seed=opts.seed, device=opts.device or "cpu")
-
-
 FAMILY = register_family(
     Family(
         name="lladamoe",
@@ -103,9 +83,9 @@ FAMILY = register_family(
         prefix="llada-moe",
         description="LLaDA-MoE (mixture-of-experts LLaDA); remote code only with --trust-remote-code",
         adapter=LLaDAMoELM,
-        load=_load,
+        load=path_loader("llada-moe", "llada-moe:./LLaDA-MoE-7B-A1B-Base", load_lladamoe, remote_code=True),
         standin="tiny-llada-moe",
-        load_standin=_standin,
+        load_standin=standin_loader("lladamoe"),
         standin_description="LLaDA-MoE stand-in: auto_map directory with dlmeval's own MoE code (softmax top-2 "
         "of 4 experts, shared expert, dense first layer, q/k norm), config model_type llada as released (tests)",
         remote_code=True,

@@ -30,13 +30,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from functools import lru_cache
 from pathlib import Path
 
 import torch
 
 from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
-from dlmeval.models.standins import ASSETS, _words, built_once
+from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
+from dlmeval.models.tiny import word_level
 
 KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
 BUILD_VERSION = 1
@@ -69,7 +69,7 @@ def _code_hash() -> str:
 
 
 def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import decoders, processors
     from transformers import PreTrainedTokenizerFast
 
     words = _words()
@@ -78,11 +78,7 @@ def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles)
     ordered = list(dict.fromkeys(specials + words))
     vocab = {t: i for i, t in enumerate(ordered)}
     unk = roles.pop("unk_token", "[UNK]")
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    tk = word_level(vocab, unk)
     template = roles.pop("template", None)
     if template == "bert":
         tk.post_processor = processors.TemplateProcessing(
@@ -346,13 +342,7 @@ def standin_dir(
     """The checkpoint directory of stand-in ``kind`` (one of :data:`KINDS`), built on first use."""
     if kind not in KINDS:
         raise ValueError(f"no stand-in for {kind!r}; choose one of {', '.join(KINDS)}")
-    return _checkpoint(kind, seed, layers, hidden, str(root) if root else None)
-
-
-@lru_cache(maxsize=64)
-def _checkpoint(kind: str, seed: int, layers: int, hidden: int, root: str | None) -> Path:
-    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
-    return built_once(name, lambda tmp: _build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+    return cached_checkpoint(_build, _code_hash, kind, seed, layers, hidden, str(root) if root else None)
 
 
 def load_family_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from dlmeval.models.tiny import TINY_WORDS
+from dlmeval.models.tiny import TINY_WORDS, word_level
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "standins"
 CODE = {
@@ -106,13 +106,18 @@ def standin_checkpoint(
     ``<dlmeval cache>/standins``)."""
     if kind not in CODE:
         raise ValueError(f"no stand-in for {kind!r}; choose llada or dream")
-    return _checkpoint(kind, seed, layers, hidden, str(root) if root else None)
+    return cached_checkpoint(_build, _code_hash, kind, seed, layers, hidden, str(root) if root else None)
 
 
-@lru_cache(maxsize=64)
-def _checkpoint(kind: str, seed: int, layers: int, hidden: int, root: str | None) -> Path:
-    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{_code_hash()}"
-    return built_once(name, lambda tmp: _build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+@lru_cache(maxsize=128)
+def cached_checkpoint(
+    build, code_hash, kind: str, seed: int, layers: int, hidden: int, root: str | None
+) -> Path:
+    """The directory ``tiny-<kind>-s<seed>-l<layers>-h<hidden>-<code_hash()>`` of a stand-in, written by
+    ``build(kind, tmp, seed=, layers=, hidden=)`` the first time (:func:`built_once`); looked up once per process
+    (every family's stand-ins use this)."""
+    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{code_hash()}"
+    return built_once(name, lambda tmp: build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
 
 
 def built_once(name: str, build, root: str | None = None) -> Path:
@@ -145,15 +150,11 @@ def _write_json(path: Path, obj) -> None:
 
 
 def _llada_tokenizer(out: Path) -> dict[str, int]:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import decoders, processors
     from transformers import PreTrainedTokenizerFast
 
     vocab = {t: i for i, t in enumerate(_words() + LLADA_SPECIALS)}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    tk = word_level(vocab)
     tk.post_processor = processors.TemplateProcessing(
         single="<|startoftext|> $A",
         pair="<|startoftext|> $A $B",

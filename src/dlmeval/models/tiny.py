@@ -26,17 +26,31 @@ TINY_WORDS = (
 ).split()
 
 
-def tiny_tokenizer(style: str = "bert"):
-    """A fast word-level tokenizer. ``style="bert"`` wraps texts as ``[CLS] ... [SEP]``; ``"llama"`` prepends ``<bos>``."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+def word_level(vocab: dict[str, int], unk: str = "[UNK]", normalizer=None):
+    """A ``tokenizers.Tokenizer`` over ``vocab`` that splits a text into words on white space and punctuation,
+    lower-cased (or as ``normalizer`` normalises it); an unknown word is ``unk``: every tiny stand-in's tokenizer."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + [w for w in TINY_WORDS if w not in SPECIALS])}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tk.normalizer = normalizers.Lowercase()
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
+    tk.normalizer = normalizers.Lowercase() if normalizer is None else normalizer
     tk.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
     )
+    return tk
+
+
+def tiny_vocab() -> dict[str, int]:
+    """The vocabulary of :func:`tiny_tokenizer`: :data:`SPECIALS`, then :data:`TINY_WORDS`."""
+    return {t: i for i, t in enumerate(SPECIALS + [w for w in TINY_WORDS if w not in SPECIALS])}
+
+
+def tiny_tokenizer(style: str = "bert"):
+    """A fast word-level tokenizer. ``style="bert"`` wraps texts as ``[CLS] ... [SEP]``; ``"llama"`` prepends ``<bos>``."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = tiny_vocab()
+    tk = word_level(vocab)
     if style == "bert":
         tk.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]",
@@ -159,17 +173,13 @@ def tiny_t5(
     QuestEval baselines' tests)."""
     from pathlib import Path
 
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import decoders, normalizers, processors
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
     if list(words[:3]) != ["<pad>", "</s>", "<unk>"]:
         raise ValueError("tiny_t5 needs <pad>, </s>, <unk> as its first three words")
     vocab = {w: i for i, w in enumerate(dict.fromkeys(list(words) + list(TINY_WORDS)))}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.normalizer = normalizers.Replace("</s>", " ")
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    tk = word_level(vocab, "<unk>", normalizers.Replace("</s>", " "))
     tk.post_processor = processors.TemplateProcessing(
         single="$A </s>", special_tokens=[("</s>", vocab["</s>"])]
     )

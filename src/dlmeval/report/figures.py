@@ -137,6 +137,16 @@ def _num(s: pd.Series) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
 
 
+def _bars(se: np.ndarray | None) -> np.ndarray | None:
+    """``yerr`` of an error bar from standard errors: a NaN one as a zero bar; None (no bars) when none is finite."""
+    return None if se is None or not np.isfinite(se).any() else np.nan_to_num(se)
+
+
+def _se_bars(df: pd.DataFrame, col: str) -> np.ndarray | None:
+    """:func:`_bars` of the column ``col`` of ``df`` (None without the column)."""
+    return _bars(_num(df[col]) if col in df.columns else None)
+
+
 def figure_svg(fig, *, salt: str = "dlmeval") -> str:
     """The figure as an inline ``<svg>`` element (text as paths, so it renders the same without any font; ids
     salted so several figures can share one HTML page)."""
@@ -408,12 +418,11 @@ def temperature_curves(quality: pd.DataFrame, metrics: Sequence[str] = ("mauve",
                     if hh.empty:
                         continue
                     x, y = _num(hh["temperature"]), _num(hh[metric])
-                    se = _num(hh[f"{metric}_se"]) if f"{metric}_se" in hh.columns else None
                     lab = str(strat) if st is None or len(steps) == 1 else f"{strat}, {int(st)} steps"
                     ax.errorbar(
                         x,
                         y,
-                        yerr=None if se is None or not np.isfinite(se).any() else np.nan_to_num(se),
+                        yerr=_se_bars(hh, f"{metric}_se"),
                         marker="o",
                         ms=3,
                         capsize=2,
@@ -458,11 +467,10 @@ def interaction_plot(
         cmap = colors_for(g["strategy"])
         for strat, h in g.groupby("strategy", sort=False):
             h = h.sort_values("temperature")
-            se = _num(h["mauve_se"]) if "mauve_se" in h.columns else None
             ax.errorbar(
                 _num(h["temperature"]),
                 _num(h["mauve"]),
-                yerr=None if se is None or not np.isfinite(se).any() else np.nan_to_num(se),
+                yerr=_se_bars(h, "mauve_se"),
                 marker="o",
                 ms=4,
                 capsize=3,
@@ -486,11 +494,10 @@ def gap_plot(gap: pd.DataFrame) -> Any:
         cmap = colors_for(sorted(steps.dropna().unique()))
         for st, h in g.groupby(steps, sort=True, dropna=False):
             h = h.sort_values("temperature")
-            se = _num(h["gap_se"]) if "gap_se" in h.columns else None
             ax.errorbar(
                 _num(h["temperature"]),
                 _num(h["gap"]),
-                yerr=None if se is None or not np.isfinite(se).any() else np.nan_to_num(se),
+                yerr=_se_bars(h, "gap_se"),
                 marker="o",
                 ms=3,
                 capsize=2,
@@ -580,7 +587,7 @@ def churn_plot(df: pd.DataFrame) -> Any:
                 ax.errorbar(
                     _num(agg[x]),
                     _num(agg["mean"]),
-                    yerr=None if not np.isfinite(se).any() else np.nan_to_num(se),
+                    yerr=_bars(se),
                     marker="o",
                     ms=3,
                     capsize=2,
@@ -605,11 +612,10 @@ def dose_response(df: pd.DataFrame) -> Any:
     fig, axes = _figure(len(panels))
     for ax, (key, g) in zip(axes, panels):
         g = g.sort_values("fraction")
-        se = _num(g["mauve_se"]) if "mauve_se" in g.columns else None
         ax.errorbar(
             _num(g["fraction"]),
             _num(g["mauve"]),
-            yerr=None if se is None or not np.isfinite(se).any() else np.nan_to_num(se),
+            yerr=_se_bars(g, "mauve_se"),
             marker="o",
             ms=4,
             capsize=2,

@@ -90,15 +90,8 @@ def _rows(run) -> list[dict[str, Any]]:
     return out
 
 
-COLUMNS = (
-    "rank",
-    "model",
-    "weights",
-    "source",
-    "steps",
-    "temperature",
-    "baseline",
-    "strategy",
+#: the measured columns (floats in the frame, as the temperature)
+MEASURES = (
     "mauve_baseline",
     "mauve_strategy",
     "gap",
@@ -111,6 +104,17 @@ COLUMNS = (
     "humaneval_pass1",
     "gsm8k_em",
     "arc_acc",
+)
+COLUMNS = (
+    "rank",
+    "model",
+    "weights",
+    "source",
+    "steps",
+    "temperature",
+    "baseline",
+    "strategy",
+    *MEASURES,
     "n_seeds",
     "run_id",
     "signature",
@@ -134,21 +138,7 @@ def leaderboard_frame(store, run_ids: Sequence[str] | None = None) -> pd.DataFra
         if close:
             store.close()
     df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "rank"])
-    for c in (
-        "mauve_baseline",
-        "mauve_strategy",
-        "gap",
-        "gap_se",
-        "p",
-        "ppl_baseline",
-        "ppl_strategy",
-        "nfe_baseline",
-        "nfe_strategy",
-        "humaneval_pass1",
-        "gsm8k_em",
-        "arc_acc",
-        "temperature",
-    ):
+    for c in (*MEASURES, "temperature"):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     if len(df):
         df = df.sort_values(
@@ -245,6 +235,7 @@ def write_leaderboard(
 __all__ = [
     "COLUMNS",
     "FORMATS",
+    "MEASURES",
     "leaderboard_frame",
     "leaderboard_html",
     "leaderboard_markdown",
