@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--n-prompts", type=int, default=None, help="prompts per cell (replaces the spec's value)")
     p.add_argument(
-        "--batch-size", type=int, default=None, help="rows per forward pass (never changes a number)"
+        "--batch-size", type=int, default=None, help="rows per forward pass (part of the run signature)"
     )
     p.add_argument(
         "--max-tokens",
