@@ -204,10 +204,12 @@ def test_every_care_spec_default_is_written_once():
     assert len(cases) == 5 + n_plain + sum(len(dataclasses.fields(c)) for c in nested.values())
 
 
-def test_config_leaves_out_batch_size_and_splits_models():
+def test_config_holds_batch_size_and_splits_models():
     a = base_spec(generation={"batch_size": 4})
     b = base_spec(generation={"batch_size": 32})
-    assert a.config("m") == b.config("m")
+    # which rows share a forward pass can move a padded row's last bits: another batch size is another run
+    assert a.config("m") != b.config("m") and a.config() != b.config()
+    assert a.config("m")["generation"]["batch_size"] == 4
     assert a.config("m")["model"] == "m" and "models" not in a.config("m")
 
 
@@ -695,6 +697,32 @@ def test_rerun_reads_everything_back(tiny, monkeypatch):
     assert again.sweep_run == tiny["res"].sweep_run
     for name, df in tiny["res"].tables.items():
         pd.testing.assert_frame_equal(again.tables[name], df)
+
+
+def test_another_batch_size_is_another_run(tiny, tmp_path):
+    """A store written with batch_size 2 is not resumed with 3: every run is new, the old ones are left as they
+    were. (On the CPU the tiny sweep's generations are the same bits at both sizes: its prompts all have the
+    prefix length, so no row is padded, and every draw is seeded per item.)"""
+    import dataclasses
+    import shutil
+
+    shutil.copy(tiny["root"] / "ref.sqlite", tmp_path / "s.sqlite")
+    spec = tiny["spec"].replace(generation=dataclasses.replace(tiny["spec"].generation, batch_size=3))
+    old = tiny["res"]
+    with RunStore(tmp_path / "s.sqlite") as store:
+        before = {r["run_id"]: r["n_items"] for r in store.list_runs()}
+        res = care.run_care(spec, store, data_dir=tiny["data"], progress=False)
+        after = {r["run_id"]: r["n_items"] for r in store.list_runs()}
+        items = store.get_run(res.model_runs["tiny-llada"]).results()
+    assert set(res.model_runs.values()).isdisjoint(old.model_runs.values()) and res.sweep_run != old.sweep_run
+    assert {k: after[k] for k in before} == before and len(after) == 2 * len(before)
+    assert items.keys() == tiny["items"].keys()
+    gens = [k for k in items if k.startswith("gen/")]
+    assert gens and all(_no_clock(items[k]) == _no_clock(tiny["items"][k]) for k in gens)
+
+
+def _no_clock(rec: dict) -> dict:
+    return {k: v for k, v in rec.items() if k not in ("seconds", "cpu_seconds")}
 
 
 def test_preloaded_models_are_used_instead_of_loading_them(tiny, tmp_path, monkeypatch):

@@ -136,6 +136,27 @@ def test_length_sorted_batches_cover_all_items_once():
     assert all(max(lengths[i] for i in b) * len(b) <= 10 or len(b) == 1 for b in tok)
 
 
+def test_length_sorted_batches_are_a_rule_of_the_lengths_and_bounds():
+    lengths = [int(x) for x in np.random.default_rng(0).integers(1, 40, 37)]
+    for kw in (
+        {"batch_size": 5},
+        {"max_tokens": 90},
+        {"batch_size": 4, "max_tokens": 60},
+        {"max_tokens": 20},
+    ):
+        got = list(length_sorted_batches(lengths, **kw))
+        assert got == list(length_sorted_batches(list(lengths), **kw))  # the same inputs, the same cut
+        flat = [i for b in got for i in b]
+        assert flat == sorted(
+            range(len(lengths)), key=lambda i: (-lengths[i], i)
+        )  # longest first, ties by index
+        for b in got:
+            assert len(b) <= kw.get("batch_size", len(lengths))
+            assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= kw.get("max_tokens", 10**9)
+    assert list(length_sorted_batches([50, 3], max_tokens=20)) == [[0], [1]]  # too long for the bound: alone
+    assert [len(b) for b in length_sorted_batches([1] * 40)] == [16, 16, 8]  # neither bound: 16 rows
+
+
 def test_registry_errors_are_clear(tmp_path):
     with pytest.raises(InputError, match="unknown model spec"):
         load_diffusion("nonsense")

@@ -28,8 +28,10 @@ model without EOS ids gives NaN for an empty answer.
 For likelihood scoring of multiple choice there is no generated answer: :func:`choice_confidence` is the softmax
 of the per-choice scores at the chosen option (dlmeval's addition; the paper calibrates generations only).
 
-Everything here runs the model in inference mode and is independent of batch size: every row is scored alone
-(the models' forward passes are per-row independent; batch-invariance is tested in ``tests/test_models.py``).
+Everything here runs the model in inference mode, in length-sorted batches: a row's confidences are those of the
+row alone up to rounding (``tests/test_models.py``, to 1e-5), not bit for bit, since the batch's padded width moves
+the last bits (:func:`~dlmeval.models.base.length_sorted_batches`); the robustness runs carry their batch size in
+their signature for that reason.
 """
 
 from __future__ import annotations

@@ -122,8 +122,7 @@ class LeaderboardSpec:
         d = dataclasses.asdict(self)
         d.pop("path")
         d.pop("name")
-        d["raw"].get("generation", {}).pop("batch_size", None)
-        return d
+        return d  # the batch size stays: it decides which rows share a forward pass (CareSpec.config)
 
 
 def is_leaderboard_spec(ref) -> bool:

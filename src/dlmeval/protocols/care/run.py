@@ -1,12 +1,12 @@
 """Running a Care sweep: :func:`run_care` opens one store run per diffusion model (kind ``care``) and one
-``care-sweep`` run over all of them, and :func:`run_model` hands a model's work to the run loop
+``care-sweep`` run over all of them (through the protocols' one run skeleton,
+:func:`dlmeval.protocols.skeleton.run_protocol`), and :func:`run_model` hands a model's work to the run loop
 (:func:`dlmeval.protocols.care.loop.run_units`). The package docstring (:mod:`dlmeval.protocols.care`) says what
 a sweep computes."""
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ from dlmeval.protocols.care.prompts import (
     model_label,
 )
 from dlmeval.protocols.care.spec import CareSpec
-from dlmeval.protocols.common import empty_cuda
+from dlmeval.protocols.skeleton import Hooks, run_protocol
 
 RUN_KIND = "care"
 SWEEP_KIND = "care-sweep"
@@ -77,7 +77,6 @@ def run_care(
     from dlmeval.models import load_diffusion
 
     say = (echo if current().is_main else None) or (lambda s: None)
-    result = CareResult(spec)
     # no corpus (a downstream-only spec such as care-instruct): no PPL or MAUVE, so no evaluator is loaded
     metrics = (
         Evaluators(
@@ -92,69 +91,64 @@ def run_care(
         if spec.generation.sources
         else NoEvaluators()
     )
-    identities: list[Any] = []
-    all_cells: list[dict] = []
-    all_down: list[dict] = []
     data = data_identity(spec, data_dir, allow_download=allow_download)
     if spec.downstream.enabled and spec.downstream.humaneval.n:
         from dlmeval.sandbox import require_isolation
 
         require_isolation()  # a sandbox that would refuse HumanEval code fails before any run opens
-    for model_spec in spec.models:
-        own = model_spec in models
-        model = (
-            models[model_spec]
-            if own
-            else load_diffusion(
+
+    def compute(model_spec: str, model, run) -> tuple[list[dict], list[dict]]:
+        cells, down = run_model(
+            spec, model_label(model_spec), model, run, metrics, data_dir, progress, say, model_spec=model_spec
+        )
+        for name, df in _tables(spec, cells, down).items():
+            run.put_table(name, df)
+        return cells, down
+
+    done = run_protocol(
+        Hooks(
+            kind=RUN_KIND,
+            whole_kind=SWEEP_KIND,
+            load=lambda model_spec: load_diffusion(
                 model_spec,
                 device=device,
                 dtype=dtype,
                 trust_remote_code=trust_remote_code,
                 allow_download=allow_download,
-            )
-        )
-        run = store.open_run(
-            RUN_KIND,
-            {**spec.config(model_spec), "data": data},
-            [model.identity(), *metrics.identities()],
+            ),
+            config=lambda model_spec: {**spec.config(model_spec), "data": data},
+            compute=compute,
+            whole_config={**spec.config(), "data": data},
+            tables=lambda done: _tables(
+                spec,
+                [c for cells, _ in done.records for c in cells],
+                [d for _, down in done.records for d in down],
+            ),
             seed=spec.seed,
-            command_line=command_line,
-        )
-        result.model_runs[model_spec] = run.run_id
-        identities.append(model.identity())
-        say(f"care: model {model_spec} -> run {run.run_id}")
-        cells, down = run_model(
-            spec, model_label(model_spec), model, run, metrics, data_dir, progress, say, model_spec=model_spec
-        )
-        tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
-        for name, df in tables.items():
-            run.put_table(name, df)
-        run.finish()
-        if current().is_main:
-            result.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
-        all_cells += cells
-        all_down += down
-        del model
-        gc.collect()
-        empty_cuda()
-    sweep = store.open_run(
-        SWEEP_KIND,
-        {**spec.config(), "data": data},
-        [*identities, *metrics.identities()],
-        seed=spec.seed,
+            announce=lambda model_spec: f"care: model {model_spec}",
+            identities=metrics.identities(),
+            write=lambda tables, out, sig: write_tables(tables, out, header=f"Care sweep {spec.name}: {sig}"),
+        ),
+        spec.models,
+        store,
+        models=models,
         command_line=command_line,
+        say=say,
+        out_dir=out_dir,
     )
-    result.sweep_run = sweep.run_id
-    result.tables = ct.all_tables(ct.cells_frame(all_cells), ct.down_frame(all_down), _labelled(spec))
-    for name, df in result.tables.items():
-        sweep.put_table(name, df)
-    sweep.finish()
-    result.signature = sweep.signature.short()
-    if out_dir is not None and current().is_main:  # data parallel: rank 0 writes the outputs
-        result.out_dir = write_tables(
-            result.tables, out_dir, header=f"Care sweep {spec.name}: {result.signature}"
-        )
-    return result
+    return CareResult(
+        spec,
+        model_runs=done.run_ids,
+        sweep_run=done.whole.run_id,
+        tables=done.tables,
+        out_dir=done.out_dir,
+        signature=done.signature,
+        warnings=done.warnings,
+    )
+
+
+def _tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
+    return ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
 
 
 class NoEvaluators:

@@ -28,7 +28,7 @@ field: its default and its check (``spec_field``), read by the one generic reade
                                                # or any [corpora.<name>]; [] runs the downstream checks only
     resample_prompts = false                   # true: each seed draws its own prompts (default: the paper's
                                                # reading, the same prompts for every seed)
-    batch_size = 16                            # rows per forward pass (does not change a number)
+    batch_size = 16                            # rows per forward pass (in the run signature: see config)
     block_length = 32                          # semi-autoregressive blocks (default: one block)
     suppress_eos = false                       # ban EOS ids while sampling (default: a row may end early)
     eos_rank_last = false                      # keep EOS but unmask it after every other position (LLaDA B.4)
@@ -414,12 +414,14 @@ class CareSpec:
         return got
 
     def config(self, model: str | None = None) -> dict[str, Any]:
-        """The part of the spec that decides the numbers (for run signatures): no batch size, no path, and the
-        model list replaced by one ``model`` when given (one run per model). A model's override table is part of
-        it (only where the spec has one, so a spec without any keeps its signature)."""
+        """The part of the spec that decides the numbers (for run signatures): no path, and the model list
+        replaced by one ``model`` when given (one run per model). A model's override table is part of it (only
+        where the spec has one, so a spec without any keeps its signature). The batch size is part of it: it
+        decides which rows share a forward pass (the canonical chunks of ``batch_size`` prompts), and a padded
+        row's logits move in the last bits with its batch (``length_sorted_batches``), so a store is never
+        resumed into generations of another batching."""
         d = dataclasses.asdict(self)
         d.pop("path")
-        d["generation"].pop("batch_size")
         d.pop("name")
         d.pop("overrides")
         # the records' version: 2 since the cells record ``mauve_n`` and a cell's PPL moved in the 8th digit when

@@ -1,10 +1,9 @@
 """Running a spec: the model phase (every DLM, then every AR model: records, then each probe's model phase), the
-tables phase (every table from the records and the probes' collected records), and the output."""
+tables phase (every table from the records and the probes' collected records), and the output, through the
+protocols' one run skeleton (:func:`dlmeval.protocols.skeleton.run_protocol`)."""
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,13 +12,13 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.parallel import current, sync
-from dlmeval.protocols.common import empty_cuda
 from dlmeval.protocols.robust.evaluate import Data, ModelEntry, evaluate_model, model_entries
 from dlmeval.protocols.robust.output import guard_notes, plot_reliability, write_tables
 from dlmeval.protocols.robust.probes import PROBES, ProbeContext, phase_order
 from dlmeval.protocols.robust.responders import responder
 from dlmeval.protocols.robust.spec import RobustSpec
 from dlmeval.protocols.robust.tables import all_tables, table_accuracy
+from dlmeval.protocols.skeleton import Hooks, run_protocol
 
 RUN_KIND = "robust"
 SPEC_KIND = "robust-spec"
@@ -68,7 +67,6 @@ def run_robust(
     """
     main = current().is_main
     say = (echo if main else None) or (lambda s: None)
-    result = RobustResult(spec)
     data = Data(
         data_dir, sources={t.name: t.data_source() for t in spec.tasks}, allow_download=allow_download
     )
@@ -81,32 +79,11 @@ def run_robust(
         if spec.probe(name).enabled
     }
     probes = {name: PROBES[name]() for name in contexts}
-    records: list[dict] = []
-    identities = []
-    for entry in phase_order(entries):
-        t0 = time.perf_counter()
-        own = models is not None and entry.spec in models
-        model = (
-            models[entry.spec]
-            if own
-            else _load(
-                entry,
-                device=(evaluator_device or device) if entry.role == "ar" else device,
-                dtype=dtype,
-                trust_remote_code=trust_remote_code,
-                allow_download=allow_download,
-            )
-        )
-        ident = model.identity()
-        identities.append(ident)
-        run = store.open_run(
-            RUN_KIND, spec.model_config(entry, identity), [ident], seed=spec.seed, command_line=command_line
-        )
-        result.model_runs[entry.label] = run.run_id
-        say(f"robust: {entry.role} {entry.label} -> run {run.run_id}")
+    given = {e.label: models[e.spec] for e in entries if models is not None and e.spec in models}
+
+    def compute(entry: ModelEntry, model, run) -> list[dict]:
         resp = responder(spec, entry, model)
         recs = evaluate_model(spec, resp, run, items, progress, say)
-        records += recs
         for name, probe in probes.items():
             ctx = contexts[name]
             ctx.roles[entry.label] = entry.role
@@ -117,45 +94,59 @@ def run_robust(
         # data parallel: the probes ran on every rank (they are not split); their records reach rank 0 here
         sync(run)
         run.put_table("accuracy", table_accuracy(recs, spec))
-        run.finish()
-        if main:
-            result.warnings += [f"{entry.label}: {w}" for w in run.warnings()]
-        result.seconds[entry.label] = round(time.perf_counter() - t0, 2)
-        if not own:
-            del model, resp
-            gc.collect()
-            empty_cuda()
-    spec_run = store.open_run(
-        SPEC_KIND, {**spec.config(), "data": identity}, identities, seed=spec.seed, command_line=command_line
-    )
-    result.spec_run = spec_run.run_id
-    extras = {name: probes[name].rows(ctx) for name, ctx in contexts.items()}
-    result.tables = all_tables(records, spec, pair_labels, extras)
-    result.tables["runs"] = pd.DataFrame(
-        [
-            {"model": e.label, "role": e.role, "spec": e.spec, "run_id": result.model_runs[e.label]}
-            for e in entries
-        ]
-    )
-    for name, df in result.tables.items():
-        spec_run.put_table(name, df)
-    for w in guard_notes(result.tables.get("guard")):
-        spec_run.warn(w)
-    spec_run.finish()
-    result.signature = spec_run.signature.short()
-    if not main:
-        return result  # rank 0 writes the outputs
-    result.warnings += [w for w in spec_run.warnings() if w not in result.warnings]
-    if out_dir is not None:
-        result.out_dir = write_tables(
-            result.tables, out_dir, header=f"Robustness {spec.name}: {result.signature}"
-        )
-        if spec.calibration.plots:
-            try:
-                from dlmeval.protocols.robust.figures import draw_figures
+        return recs
 
-                result.figures = plot_reliability(result.tables["reliability"], result.out_dir)
-                result.figures += draw_figures(result.tables, result.out_dir)
-            except ImportError as e:  # matplotlib is optional for the tables
-                result.warnings.append(f"figures not drawn: {e}")
+    def tables(done) -> dict[str, pd.DataFrame]:
+        records = [r for recs in done.records for r in recs]
+        extras = {name: probes[name].rows(ctx) for name, ctx in contexts.items()}
+        out = all_tables(records, spec, pair_labels, extras)
+        out["runs"] = pd.DataFrame(
+            [
+                {"model": e.label, "role": e.role, "spec": e.spec, "run_id": done.run_ids[e.label]}
+                for e in entries
+            ]
+        )
+        return out
+
+    kw = dict(dtype=dtype, trust_remote_code=trust_remote_code, allow_download=allow_download)
+    done = run_protocol(
+        Hooks(
+            kind=RUN_KIND,
+            whole_kind=SPEC_KIND,
+            load=lambda e: _load(e, device=(evaluator_device or device) if e.role == "ar" else device, **kw),
+            config=lambda e: spec.model_config(e, identity),
+            compute=compute,
+            whole_config={**spec.config(), "data": identity},
+            tables=tables,
+            seed=spec.seed,
+            name=lambda e: e.label,
+            announce=lambda e: f"robust: {e.role} {e.label}",
+            notes=lambda tables: guard_notes(tables.get("guard")),
+            write=lambda tables, out, sig: write_tables(tables, out, header=f"Robustness {spec.name}: {sig}"),
+        ),
+        phase_order(entries),
+        store,
+        models=given,
+        command_line=command_line,
+        say=say,
+        out_dir=out_dir,
+    )
+    result = RobustResult(
+        spec,
+        spec_run=done.whole.run_id,
+        model_runs=done.run_ids,
+        tables=done.tables,
+        signature=done.signature,
+        out_dir=done.out_dir,
+        warnings=done.warnings,
+        seconds=done.seconds,
+    )
+    if main and result.out_dir is not None and spec.calibration.plots:  # rank 0 draws the figures
+        try:
+            from dlmeval.protocols.robust.figures import draw_figures
+
+            result.figures = plot_reliability(result.tables["reliability"], result.out_dir)
+            result.figures += draw_figures(result.tables, result.out_dir)
+        except ImportError as e:  # matplotlib is optional for the tables
+            result.warnings.append(f"figures not drawn: {e}")
     return result

@@ -124,7 +124,8 @@ def _schedules() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """DLM decoding settings (:class:`dlmeval.sampling.SamplerConfig`); ``batch_size`` never changes a number."""
+    """DLM decoding settings (:class:`dlmeval.sampling.SamplerConfig`); ``batch_size`` (rows per forward pass) is
+    in the run signature too: a padded row's numbers move in the last bits with its batch."""
 
     strategy: str = spec_field("none", str_check(_strategies))  # none = LLaDA's low-confidence unmasking
     block_length: int | None = spec_field(None, _pos_or_none)  # None / 0: one block

@@ -19,6 +19,7 @@ from dlmeval.protocols.diffscore.meta_eval.tables import (
     paper_tables,
     write_outputs,
 )
+from dlmeval.protocols.skeleton import put_whole
 
 
 @dataclass
@@ -70,7 +71,11 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
     markdown = markdown_tables(tables, cmp_df, res, opts.alpha)
     timing = pd.DataFrame(suite.timer.rows)
     components = {f: c.run.run_id for f, c in suite.components.items()}
-    summary = store.open_run(
+    all_tables = {"results": res, "comparisons": cmp_df, **tables, "timing": timing}
+    # the report is the skeleton's last step (dlmeval.protocols.skeleton); the component runs are per metric
+    # family, opened as the scoring loop reaches them, not one per loaded model, so the rest is the suite's own
+    summary = put_whole(
+        store,
         "meta-eval",
         {
             "suite_version": SUITE_VERSION,
@@ -85,13 +90,10 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
             "ci_protocols": opts.ci_protocols,
         },
         [c.run.signature.models[0] for c in suite.components.values() if c.run.signature.models],
-        opts.seed,
-        command_line,
+        {n: df if isinstance(df.index, pd.RangeIndex) else df.reset_index() for n, df in all_tables.items()},
+        seed=opts.seed,
+        command_line=command_line,
     )
-    all_tables = {"results": res, "comparisons": cmp_df, **tables, "timing": timing}
-    for name, df in all_tables.items():
-        summary.put_table(name, df if isinstance(df.index, pd.RangeIndex) else df.reset_index())
-    summary.finish()
     for c in suite.components.values():
         c.run.finish()
     od = Path(out_dir) if out_dir is not None else None
