@@ -159,11 +159,12 @@ _BATCHING = {
         "padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; part of the run "
         "signature, as --batch-size)",
     ),
-    # generation (sample, care): the batch never changes a sample
+    # generation (sample, care): a padded batch can move a logit's last bits, so a near-tie could flip a token
     "sampling": (
-        "samples per forward pass (never changes a sample)",
+        "samples per forward pass; part of the run signature: a padded row's logits move in the last bits with "
+        "its batch (no sample changed on the CPU), never with the number of ranks or a resume",
         "padded tokens per forward pass (prompt + generated tokens per row): caps --batch-size so a batch's "
-        "logits fit the device (never changes a sample)",
+        "logits fit the device (part of the run signature, as --batch-size)",
     ),
 }
 

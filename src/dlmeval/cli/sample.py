@@ -204,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
         rec["prompt"] = prompts[i]
     # the run is named by the sampler's settings and by the prompts it was given (two commands with different
     # prompts are two runs, never one run whose item "0" means two things)
-    run_config = {**config, **_prompts_config(prompts, n)}
+    # and by its batching: which prompts share a forward pass, and a padded row's logits move in the last bits
+    # with its batch (length_sorted_batches), so a near-tie could flip a token (none did on the CPU: docs)
+    run_config = {**config, "batch_size": min(batch_size, len(items)), **_prompts_config(prompts, n)}
     sig = Signature.create("sample", run_config, [model], seed=cfg.seed)
     if store_path is not None and current().is_main:  # every rank holds every record; rank 0 writes them
         import shlex
