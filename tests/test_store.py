@@ -22,7 +22,6 @@ from dlmeval.store import (
     RunStore,
     Signature,
     jsonsafe,
-    pending,
     rank_and_world_size,
     resolve_store_path,
     shard,
@@ -109,7 +108,6 @@ def test_same_command_reopens_the_same_run_and_resumes(tmp_path):
         r2 = s.open_run("diffscore", dict(CONFIG), [MODEL], seed=0)
         assert r2.run_id == rid
         assert r2.done_keys() == {"a", "b", "c"}
-        assert pending(r2, ["a", "d", "b", "e"]) == ["d", "e"]
         assert r2.status == "running"
         assert len(r2.sessions()) == 2 and r2.sessions()[0]["command_line"] == "dlmeval meta-eval"
         r2.finish()
@@ -312,14 +310,6 @@ def test_shard_is_strided_and_partitions():
         rank_and_world_size({"RANK": "4", "WORLD_SIZE": "4"})
 
 
-def test_pending_keeps_input_order_and_uses_the_key_function(store):
-    r = store.open_run("demo", {}, [], seed=0)
-    r.put_many([("3", {}), ("item-1", {})])
-    assert pending(r, [5, 3, 1, 4]) == [5, 1, 4]  # keys compare as str
-    items = [{"id": f"item-{i}"} for i in (2, 1, 0)]
-    assert pending(r, items, key=lambda it: it["id"]) == [items[0], items[2]]
-
-
 # ---------------------------------------------------------------------------------------------- crash safety
 WORKER = textwrap.dedent('''
     """Processes N items, storing each as it goes; KILL_AFTER=k hard-kills the process after k items."""
@@ -329,7 +319,7 @@ WORKER = textwrap.dedent('''
     import numpy as np
 
     from dlmeval.seeding import derive_seed
-    from dlmeval.store import RunStore, pending, shard
+    from dlmeval.store import RunStore, shard
 
     N = 40
 
@@ -345,7 +335,8 @@ WORKER = textwrap.dedent('''
         store = RunStore(store_path)
         run = store.open_run("demo", {"n": N, "test": "kill"}, [{"name": "tiny", "weights_sha256": "ab" * 32,
                              "dtype": "float32", "device": "cpu"}], seed=seed)
-        todo = pending(run, shard(range(N), rank, world), key=lambda i: f"item-{i}")
+        done_keys = run.done_keys()
+        todo = [i for i in shard(range(N), rank, world) if f"item-{i}" not in done_keys]
         done = 0
         if mode == "put":
             for i in todo:

@@ -15,7 +15,7 @@ them among the ranks, writes each chunk with ``put_many`` and syncs.
 from dlmeval.store.access import resolve_store_path
 from dlmeval.store.db import Run, RunStore, natural_key
 from dlmeval.store.frames import frame_records
-from dlmeval.store.shard import pending, rank_and_world_size, shard
+from dlmeval.store.shard import rank_and_world_size, shard
 from dlmeval.store.signature import Signature, library_versions
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "frame_records",
     "library_versions",
     "natural_key",
-    "pending",
     "rank_and_world_size",
     "resolve_store_path",
     "shard",

@@ -1,17 +1,17 @@
 """Work splitting for data-parallel runs and resumption.
 
-Every rank opens the same run (same command, same config) in the same store and processes
-``pending(run, shard(items, rank, world_size))``; results are keyed by item id, and every random draw is seeded by
-``derive_seed(seed, item_id)``, so the union over ranks equals a single-process run and a killed rank resumes by
-rerunning its command.
+Every rank opens the same run (same command, same config) in the same store; :func:`dlmeval.parallel.work_loop`
+(the one loop every protocol uses) keeps the pending chunks and gives each rank its ``shard`` of them. Results are
+keyed by item id, and every random draw is seeded by ``derive_seed(seed, item_id)``, so the union over ranks equals
+a single-process run and a killed rank resumes by rerunning its command.
 """
 
 from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from dlmeval.errors import InputError
 
@@ -44,14 +44,3 @@ def rank_and_world_size(env: Mapping[str, str] | None = None) -> tuple[int, int]
         ) from None
     shard((), rank, world)  # validates
     return rank, world
-
-
-def pending(run: Any, keys: Iterable[T], *, key: Callable[[T], Any] | None = None) -> list[T]:
-    """The entries of ``keys`` whose key is not yet done in ``run``, in input order.
-
-    ``key`` maps an entry to its item key (default: the entry itself); keys compare as ``str``, the way
-    :meth:`Run.put` stores them.
-    """
-    done = run.done_keys()
-    f = key or (lambda x: x)
-    return [k for k in keys if str(f(k)) not in done]
