@@ -4,6 +4,7 @@ from the hidden states of evenly spaced layers; best-layer accuracy and AUROC pe
 from __future__ import annotations
 
 from dlmeval.errors import InputError
+from dlmeval.parallel import fixed_chunks, work_loop
 from dlmeval.protocols.robust.evaluate import perturbation
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
 from dlmeval.seeding import derive_seed
@@ -48,35 +49,41 @@ class LinearProbe(Probe):
 
             build["layers"] = list(PAPER_LAYERS)
         seed = spec.perturbation_seeds[0]
+        tasks = [(ctx.task(t), ctx.items(t)) for t in ctx.probe.tasks]
+        jobs = [
+            (task, its, cond) for task, its in tasks for cond in ctx.probe.conditions or spec.conditions[:1]
+        ]
+        h = config_hash({**opts, "scope": spec.scope})[:12]
+        keys = [f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{h}" for task, its, cond in jobs]
+
+        def compute(chunk) -> list[dict]:  # one probe (task, condition) per chunk: it reads all its sequences
+            task, its, cond = chunk.items[0]
+            pert = perturbation(cond)
+            msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in its]
+            texts = [resp.wrap(m.text) for m in msgs]
+            fs = probe_dataset(
+                resp.model,
+                texts,
+                [m.perturbation.edits for m in msgs],
+                seed=derive_seed(spec.seed, "robust-probe", task.name, cond),
+                shifts=[max(t.rfind(m.text), 0) for t, m in zip(texts, msgs)],
+                **build,
+            )
+            pr = probe_layers(
+                fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split,
+                scaler=bool(opts.get("scaler", True)),
+            )  # fmt: skip
+            return [{"condition": cond, **pr.as_dict()}]
+
+        work_loop(run, fixed_chunks(jobs, keys, 1), compute)
         out = []
-        for task_name in ctx.probe.tasks:
-            task, its = ctx.task(task_name), ctx.items(task_name)
-            for cond in ctx.probe.conditions or spec.conditions[:1]:
-                key = f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{config_hash({**opts, 'scope': spec.scope})[:12]}"
-                rec = run.get(key)
-                if rec is None:
-                    pert = perturbation(cond)
-                    msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in its]
-                    texts = [resp.wrap(m.text) for m in msgs]
-                    fs = probe_dataset(
-                        resp.model,
-                        texts,
-                        [m.perturbation.edits for m in msgs],
-                        seed=derive_seed(spec.seed, "robust-probe", task.name, cond),
-                        shifts=[max(t.rfind(m.text), 0) for t, m in zip(texts, msgs)],
-                        **build,
-                    )
-                    pr = probe_layers(
-                        fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split,
-                        scaler=bool(opts.get("scaler", True)),
-                    )  # fmt: skip
-                    rec = {"condition": cond, **pr.as_dict()}
-                    run.put(key, rec)
-                out.append({**rec, "task": task.name, "n_sequences": len(its)})
-                ctx.say(
-                    f"robust: {resp.entry.label} probe {task.name}/{cond}: best layer {rec['best_layer']} "
-                    f"accuracy {rec['best_accuracy']:.3f}"
-                )
+        for (task, its, _), key in zip(jobs, keys):
+            rec = run.get(key)
+            out.append({**rec, "task": task.name, "n_sequences": len(its)})
+            ctx.say(
+                f"robust: {resp.entry.label} probe {task.name}/{rec['condition']}: best layer {rec['best_layer']} "
+                f"accuracy {rec['best_accuracy']:.3f}"
+            )
         return out
 
     def rows(self, ctx) -> list[dict]:
