@@ -311,7 +311,24 @@ def length_sorted_batches(
         yield batch
 
 
-class DiffusionLM(_TokenizerMixin):
+class _PassCounts:
+    """The forward-pass counters of the diffusion and causal interfaces: every call of the module adds one to
+    ``nfe`` and its batch size to ``rows_forwarded`` (:meth:`_count`); protocols read NFE from them."""
+
+    nfe: int
+    rows_forwarded: int
+
+    def reset_nfe(self) -> None:
+        self.nfe = 0
+        self.rows_forwarded = 0
+
+    def _count(self, batch: int) -> None:
+        """Count one forward call of the module over ``batch`` rows."""
+        self.nfe += 1
+        self.rows_forwarded += batch
+
+
+class DiffusionLM(_TokenizerMixin, _PassCounts):
     """A masked diffusion LM (or any bidirectional masked LM) behind one interface.
 
     Subclasses implement :meth:`_run` (the trunk) and, when the trunk returns hidden states, :meth:`_head`.
@@ -429,10 +446,6 @@ class DiffusionLM(_TokenizerMixin):
         raise InputError(f"{self.family} models take no explicit attention mask")
 
     # ------------------------------------------------------------------ bookkeeping
-    def reset_nfe(self) -> None:
-        self.nfe = 0
-        self.rows_forwarded = 0
-
     @property
     def vocab_size(self) -> int:
         return int(self.input_embeddings().weight.shape[0])
@@ -451,10 +464,6 @@ class DiffusionLM(_TokenizerMixin):
         self._sha = None
 
     # ------------------------------------------------------------------ forward passes
-    def _count(self, batch: int) -> None:
-        self.nfe += 1
-        self.rows_forwarded += batch
-
     def _checked(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> int:
         x = input_ids if input_ids is not None else inputs_embeds
         if x is None:

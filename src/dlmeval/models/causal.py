@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import ModelIdentity, _TokenizerMixin, model_identity
+from dlmeval.models.base import ModelIdentity, _PassCounts, _TokenizerMixin, model_identity
 from dlmeval.models.causal_generation import Generation, Prompt, generate_batch
 
 # Padded prefix tokens per multiple-choice batch on a CPU (CausalLM.choice_logprobs): larger batches were slower
@@ -21,7 +21,7 @@ from dlmeval.models.causal_generation import Generation, Prompt, generate_batch
 CPU_CHOICE_TOKENS = 1024
 
 
-class CausalLM(_TokenizerMixin):
+class CausalLM(_TokenizerMixin, _PassCounts):
     """An autoregressive LM. ``nfe`` counts forward calls (a generation step with a KV cache is one call)."""
 
     family = "causal"
@@ -56,10 +56,6 @@ class CausalLM(_TokenizerMixin):
     # ------------------------------------------------------------------ identity
     def identity(self) -> ModelIdentity:
         return model_identity(self, self.dtype)
-
-    def reset_nfe(self) -> None:
-        self.nfe = 0
-        self.rows_forwarded = 0
 
     def input_embeddings(self):
         return self.module.get_input_embeddings()
@@ -104,8 +100,7 @@ class CausalLM(_TokenizerMixin):
             output_hidden_states=output_hidden_states,
             **kw,
         )
-        self.nfe += 1
-        self.rows_forwarded += int(x.shape[0])
+        self._count(int(x.shape[0]))
         return out
 
     def keeps_last_logits(self) -> bool:
@@ -310,8 +305,7 @@ class CausalLM(_TokenizerMixin):
         out = self.module(
             input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **self._last_only(1)
         )
-        self.nfe += 1
-        self.rows_forwarded += g
+        self._count(g)
         past = getattr(out, _CACHE_KW, None)
         if past is None or not hasattr(past, "batch_select_indices"):
             return None
@@ -339,8 +333,7 @@ class CausalLM(_TokenizerMixin):
                 use_cache=True,
                 **{_CACHE_KW: past},
             )
-            self.nfe += 1
-            self.rows_forwarded += k
+            self._count(k)
             lp_rest = torch.log_softmax(out2.logits.float(), dim=-1)  # [k, m - 1, V]
         results: list[list[np.ndarray]] = [[] for _ in plans]
         j = 0

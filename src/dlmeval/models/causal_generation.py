@@ -90,8 +90,7 @@ def generate_batch(
             **model._last_only(1),  # only the last position is read: no projection of the rest of the prompt
             **({cache_kw: past} if past is not None else {}),
         )
-        model.nfe += 1
-        model.rows_forwarded += b
+        model._count(b)
         past = getattr(out, cache_kw)
         logits = out.logits[:, -1].float()
         logp = torch.log_softmax(logits, dim=-1)
