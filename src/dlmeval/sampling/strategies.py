@@ -56,10 +56,12 @@ Adding a strategy::
     class LowestMargin(Strategy):
         name = "lowest_margin"
         remasks = True
-        remask_needs = frozenset({"confidence"})  # the view fields remask_scores reads
+        remask_needs = frozenset({"margin"})  # the view fields remask_scores reads
 
         def remask_scores(self, view):
-            return -view.confidence  # any [R, W] tensor built from the fields listed in `remask_needs`
+            return -view.margin  # any [R, W] tensor built from the fields listed in `remask_needs`
+
+(docs/architecture.md "Strategy" samples with it.)
 
 ``needs`` lists the fields :meth:`Strategy.unmask_scores` reads (computed in the decode pass), ``remask_needs``
 those :meth:`Strategy.remask_scores` reads (computed in the scoring pass; a strategy with none, like ``random``,
