@@ -51,7 +51,7 @@ class LinearProbe(Probe):
         out = []
         for task_name in ctx.probe.tasks:
             task, its = ctx.task(task_name), ctx.items(task_name)
-            for cond in ctx.probe.conditions or spec.conditions[:1]:
+            for cond in ctx.conditions():
                 key = f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{config_hash({**opts, 'scope': spec.scope})[:12]}"
                 rec = run.get(key)
                 if rec is None:
