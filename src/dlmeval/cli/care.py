@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.common import emit, run_in_store, run_lines
 from dlmeval.cli.options import add_batching_args, add_runtime_group
 
 
@@ -180,7 +180,6 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.parallel import current, open_store
     from dlmeval.protocols.care import markdown, run_care
     from dlmeval.protocols.care.leaderboard import is_leaderboard_spec
 
@@ -194,7 +193,6 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"care-out/{spec.name}"
     # validate, then open: every model spec is checked before the store is opened (or created)
     from dlmeval.models.registry import check_model_spec
-    from dlmeval.store.access import check_writable_store
 
     for m in spec.models:
         check_model_spec(m, allow_download=args.allow_download)
@@ -209,10 +207,7 @@ def run(args: argparse.Namespace) -> int:
     from dlmeval.protocols.care.prompts import data_identity
 
     data_identity(spec, args.data_dir, allow_download=args.allow_download)
-    if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
-        check_writable_store(args.store)
-    with open_store(args.store) as store:
-        res = run_care(spec, store, out_dir=out, **protocol_kwargs(args))
+    res = run_in_store(args, run_care, spec, out)
     from dlmeval.store import frame_records
 
     payload = {
@@ -229,11 +224,6 @@ def run(args: argparse.Namespace) -> int:
         if name in res.tables:
             text.append(markdown(name, res.tables[name]))
     text.append(f"tables: {res.out_dir}/tables.md (CSV and Markdown per table)")
-    text.append(
-        "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; sweep {res.sweep_run}"
-    )
-    for w in res.warnings:
-        text.append(f"warning: {w}")
-    text.append(f"signature: {res.signature}")
+    text += run_lines(res, "sweep", res.sweep_run)
     emit(args, payload, "\n".join(text))
     return 0

@@ -67,6 +67,29 @@ def protocol_kwargs(args) -> dict[str, Any]:
     }
 
 
+def run_in_store(args, runner, spec, out: str) -> Any:
+    """Run a protocol runner (``run_care``, ``run_robust``) on ``spec`` into the store of ``--store``, outputs
+    under ``out``, with :func:`protocol_kwargs`; only rank 0 checks the store is writable first (the others write
+    journals beside it). Returns the runner's result."""
+    from dlmeval.parallel import current, open_store
+    from dlmeval.store.access import check_writable_store
+
+    if current().is_main:
+        check_writable_store(args.store)
+    with open_store(args.store) as store:
+        return runner(spec, store, out_dir=out, **protocol_kwargs(args))
+
+
+def run_lines(res, whole: str, whole_run: str | None) -> list[str]:
+    """The closing lines of a protocol run's text: its runs (each model's, then the run over all of them, named
+    ``whole``), its warnings, its signature."""
+    return [
+        "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; {whole} {whole_run}",
+        *(f"warning: {w}" for w in res.warnings),
+        f"signature: {res.signature}",
+    ]
+
+
 def emit(args, payload: Any, text: str | None = None) -> None:
     """JSON on stdout with --json, else the human text."""
     if getattr(args, "json", False):

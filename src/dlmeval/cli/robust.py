@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.common import emit, run_in_store, run_lines
 from dlmeval.cli.options import add_runtime_group
 
 
@@ -176,7 +176,6 @@ def _plan(args, spec) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlmeval.parallel import current, open_store
     from dlmeval.protocols.robust import markdown, run_robust
     from dlmeval.store import frame_records
 
@@ -186,7 +185,6 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"robust-out/{spec.name}"
     # validate, then open: every model spec is checked before the store is opened (or created)
     from dlmeval.models.registry import check_model_spec
-    from dlmeval.store.access import check_writable_store
 
     for pair in spec.pairs:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
@@ -198,10 +196,7 @@ def run(args: argparse.Namespace) -> int:
         Data(getattr(args, "data_dir", None), sources=sources, allow_download=args.allow_download).identity(
             spec
         )
-    if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
-        check_writable_store(args.store)
-    with open_store(args.store) as store:
-        res = run_robust(spec, store, out_dir=out, **protocol_kwargs(args))
+    res = run_in_store(args, run_robust, spec, out)
     payload = {
         "spec": spec.name,
         "spec_run": res.spec_run,
@@ -217,11 +212,6 @@ def run(args: argparse.Namespace) -> int:
         cal = res.tables["calibration"]
         text.append(markdown("calibration", cal[cal["split"].isin(["clean", "noisy"])]))
     text.append(f"tables: {res.out_dir}/tables.md (CSV and Markdown per table, reliability diagrams)")
-    text.append(
-        "runs: " + ", ".join(f"{m} {r}" for m, r in res.model_runs.items()) + f"; spec {res.spec_run}"
-    )
-    for w in res.warnings:
-        text.append(f"warning: {w}")
-    text.append(f"signature: {res.signature}")
+    text += run_lines(res, "spec", res.spec_run)
     emit(args, payload, "\n".join(text))
     return 0

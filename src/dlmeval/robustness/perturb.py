@@ -216,6 +216,13 @@ def _choose(positions: Sequence[int], n: int, rng: np.random.Generator) -> list[
     return sorted(positions[i] for i in idx)
 
 
+def _pick(positions: Sequence[int], rate: float, rng: np.random.Generator) -> list[int]:
+    """The sites a type changes at ``rate``: a stochastically rounded ``rate`` share of the eligible
+    ``positions`` (:func:`_count`), drawn without replacement and sorted (:func:`_choose`), in that order of draws
+    from ``rng``."""
+    return _choose(positions, _count(rate, len(positions), rng), rng)
+
+
 def _render(text: str, repl: list[tuple[int, int, str]]) -> tuple[str, tuple[Edit, ...]]:
     """Apply non-overlapping replacements ``(start, end, new)`` (input coordinates) and report output edits."""
     out: list[str] = []
@@ -298,7 +305,7 @@ def register_perturbation(
     >>> @register_perturbation("char", "upper", rates=(0.1,), description="upper-case a letter", eligible="letters")
     ... def _upper(text, rate, rng, params):
     ...     elig = [i for i, c in enumerate(text) if c.islower()]
-    ...     chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    ...     chosen = _pick(elig, rate, rng)
     ...     return [(i, i + 1, text[i].upper()) for i in chosen], len(elig), len(chosen)
     >>> Perturbation("upper", "char", 0.5).apply("abcd", seed=0, item_id="x")
     'aBcD'
@@ -351,7 +358,7 @@ def _letters(text: str) -> list[int]:
 )
 def _deletion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = _letters(text)
-    chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    chosen = _pick(elig, rate, rng)
     return [(i, i + 1, "") for i in chosen], len(elig), len(chosen)
 
 
@@ -364,7 +371,7 @@ def _deletion(text: str, rate: float, rng: np.random.Generator, params: dict) ->
 )
 def _insertion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = _letters(text)
-    chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    chosen = _pick(elig, rate, rng)
     repl = [(i + 1, i + 1, _ASCII_LOWER[int(rng.integers(26))]) for i in chosen]
     return repl, len(elig), len(repl)
 
@@ -378,7 +385,7 @@ def _insertion(text: str, rate: float, rng: np.random.Generator, params: dict) -
 )
 def _keyboard(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = [i for i, c in enumerate(text) if c.lower() in KEYBOARD_NEIGHBOURS and c.isascii()]
-    chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    chosen = _pick(elig, rate, rng)
     repl = []
     for i in chosen:
         c = text[i]
@@ -397,7 +404,7 @@ def _keyboard(text: str, rate: float, rng: np.random.Generator, params: dict) ->
 )
 def _homoglyph(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     elig = [i for i, c in enumerate(text) if c in HOMOGLYPHS]
-    chosen = _choose(elig, _count(rate, len(elig), rng), rng)
+    chosen = _pick(elig, rate, rng)
     repl = []
     for i in chosen:
         opts = HOMOGLYPHS[text[i]]
@@ -414,7 +421,7 @@ def _homoglyph(text: str, rate: float, rng: np.random.Generator, params: dict) -
 )
 def _word_deletion(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     spans = [s for s in words(text) if is_content_word(text[s[0] : s[1]])]
-    chosen = _choose(list(range(len(spans))), _count(rate, len(spans), rng), rng)
+    chosen = _pick(list(range(len(spans))), rate, rng)
     repl: list[tuple[int, int, str]] = []
     prev_end = 0
     for k in chosen:
@@ -488,7 +495,7 @@ def _synonym(text: str, rate: float, rng: np.random.Generator, params: dict) -> 
             if syn:
                 spans.append((s, e))
                 opts.append(syn)
-    chosen = _choose(list(range(len(spans))), _count(rate, len(spans), rng), rng)
+    chosen = _pick(list(range(len(spans))), rate, rng)
     repl = []
     for k in chosen:
         s, e = spans[k]
@@ -502,7 +509,7 @@ def _synonym(text: str, rate: float, rng: np.random.Generator, params: dict) -> 
 )
 def _repetition(text: str, rate: float, rng: np.random.Generator, params: dict) -> Plan:
     spans = words(text)
-    chosen = _choose(list(range(len(spans))), _count(rate, len(spans), rng), rng)
+    chosen = _pick(list(range(len(spans))), rate, rng)
     repl = [(spans[k][1], spans[k][1], " " + text[spans[k][0] : spans[k][1]]) for k in chosen]
     return repl, len(spans), len(repl)
 

@@ -61,7 +61,7 @@ layout, prompts, truncation), :mod:`~dlmeval.scoring.spec` (estimator settings, 
 
 from __future__ import annotations
 
-import importlib
+from dlmeval.lazy import lazy_exports
 
 # the names below are read lazily (PEP 562): ``dlmeval.scoring.names`` (the command line's choices) imports
 # without the estimator, numpy or torch
@@ -85,19 +85,7 @@ _EXPORTS = {
 _MODULES = ("configs", "diagnostics", "estimator", "llada_ll", "masks", "names", "spec")
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    elif name in _MODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS, *_MODULES})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)
 
 
 __all__ = [

@@ -109,7 +109,7 @@ class IPMProbe(Probe):
             task, its = ctx.task(task_name), ctx.items(task_name)
             for r in ensure(spec, resp, run, task.name, "generation", "clean", None, its):
                 out.append({**r, "variant": "clean", "for": None})
-            for cond in ctx.probe.conditions or spec.conditions[:1]:
+            for cond in ctx.conditions():
                 pert = perturbation(cond)
                 for s in spec.perturbation_seeds:
                     for r in ensure(spec, resp, run, task.name, "generation", cond, s, its):
@@ -162,7 +162,7 @@ class IPMProbe(Probe):
                 mine = [r for r in recs if r.get("task") == task_name]
                 base = {"model": label, "role": ctx.roles[label], "task": task_name}
                 clean = [r for r in mine if r["variant"] == "clean"]
-                for cond in ctx.probe.conditions or ctx.spec.conditions[:1]:
+                for cond in ctx.conditions():
                     noisy = [r for r in mine if r["variant"] == "noisy baseline" and r["for"] == cond]
                     acc_noisy = mean_or_nan([r["correct"] for r in noisy])
                     rows.append({**base, "condition": cond, "variant": "clean", "n": len(clean),

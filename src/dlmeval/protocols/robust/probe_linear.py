@@ -50,9 +50,7 @@ class LinearProbe(Probe):
             build["layers"] = list(PAPER_LAYERS)
         seed = spec.perturbation_seeds[0]
         tasks = [(ctx.task(t), ctx.items(t)) for t in ctx.probe.tasks]
-        jobs = [
-            (task, its, cond) for task, its in tasks for cond in ctx.probe.conditions or spec.conditions[:1]
-        ]
+        jobs = [(task, its, cond) for task, its in tasks for cond in ctx.conditions()]
         h = config_hash({**opts, "scope": spec.scope})[:12]
         keys = [f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{h}" for task, its, cond in jobs]
 

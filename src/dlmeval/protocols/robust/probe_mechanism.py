@@ -43,7 +43,7 @@ class TrajectoryProbe(Probe):
         out = []
         for task_name in ctx.probe.tasks:
             task, its = ctx.task(task_name), ctx.items(task_name)
-            for cond in ctx.probe.conditions or spec.conditions[:1]:
+            for cond in ctx.conditions():
                 pert = perturbation(cond)
                 cfg = resp.sampler_config(task.name, generation_seed(spec, task.name, cond, seed))
                 h = config_hash(
@@ -68,20 +68,16 @@ class TrajectoryProbe(Probe):
 
     def rows(self, ctx) -> list[dict]:
         rows = []
-        for label, recs in ctx.collected.items():
-            groups: dict[tuple[str, str], list[dict]] = {}
-            for r in recs:
-                groups.setdefault((r["task"], r["condition"]), []).append(r)
-            for (task, cond), g in groups.items():
-                per_step = np.nanmean(np.array([r["per_step_divergence"] for r in g], dtype=float), axis=0)
-                rows.append({
-                    "model": label, "role": ctx.roles[label], "task": task, "condition": cond, "n": len(g),
-                    "id_divergence": mean_or_nan([r["id_divergence"] for r in g], skip_missing=True),
-                    "confidence_drop": mean_or_nan([r["confidence_drop"] for r in g], skip_missing=True),
-                    "stability_drop": mean_or_nan([r["stability_drop"] for r in g], skip_missing=True),
-                    "snapshot_steps": " ".join(str(s) for s in g[0]["steps"]),
-                    "divergence_by_snapshot": " ".join(f"{x:.3f}" for x in per_step),
-                })  # fmt: skip
+        for label, task, cond, g in ctx.groups():
+            per_step = np.nanmean(np.array([r["per_step_divergence"] for r in g], dtype=float), axis=0)
+            rows.append({
+                "model": label, "role": ctx.roles[label], "task": task, "condition": cond, "n": len(g),
+                "id_divergence": mean_or_nan([r["id_divergence"] for r in g], skip_missing=True),
+                "confidence_drop": mean_or_nan([r["confidence_drop"] for r in g], skip_missing=True),
+                "stability_drop": mean_or_nan([r["stability_drop"] for r in g], skip_missing=True),
+                "snapshot_steps": " ".join(str(s) for s in g[0]["steps"]),
+                "divergence_by_snapshot": " ".join(f"{x:.3f}" for x in per_step),
+            })  # fmt: skip
         return rows
 
 
@@ -102,7 +98,7 @@ class AttentionProbe(Probe):
         out = []
         for task_name in ctx.probe.tasks:
             task, its = ctx.task(task_name), ctx.items(task_name)
-            for cond in ctx.probe.conditions or spec.conditions[:1]:
+            for cond in ctx.conditions():
                 pert = perturbation(cond)
                 keys = [f"attention/{task.name}/{cond}/s{seed}/{spec.scope}/{it.item_id}" for it in its]
                 todo = [(it, k) for it, k in zip(its, keys) if run.get(k) is None]
@@ -123,20 +119,16 @@ class AttentionProbe(Probe):
 
     def rows(self, ctx) -> list[dict]:
         rows = []
-        for label, recs in ctx.collected.items():
-            groups: dict[tuple[str, str], list[dict]] = {}
-            for r in recs:
-                groups.setdefault((r["task"], r["condition"]), []).append(r)
-            for (task, cond), g in groups.items():
-                seen = [r for r in g if r["queries"] > 0]
-                ratio = (
-                    np.nanmean(np.array([r["ratio"] for r in seen], dtype=float), axis=0)
-                    if seen
-                    else np.array([])
-                )
-                rows.append({
-                    "model": label, "role": ctx.roles[label], "task": task, "condition": cond, "n": len(g),
-                    "n_with_corruption": len(seen), "mean_ratio": float(np.nanmean(ratio)) if ratio.size else float("nan"),
-                    "ratio_by_layer": " ".join(f"{x:.3f}" for x in ratio),
-                })  # fmt: skip
+        for label, task, cond, g in ctx.groups():
+            seen = [r for r in g if r["queries"] > 0]
+            ratio = (
+                np.nanmean(np.array([r["ratio"] for r in seen], dtype=float), axis=0)
+                if seen
+                else np.array([])
+            )
+            rows.append({
+                "model": label, "role": ctx.roles[label], "task": task, "condition": cond, "n": len(g),
+                "n_with_corruption": len(seen), "mean_ratio": float(np.nanmean(ratio)) if ratio.size else float("nan"),
+                "ratio_by_layer": " ".join(f"{x:.3f}" for x in ratio),
+            })  # fmt: skip
         return rows

@@ -16,7 +16,7 @@ Adding a probe is one file with a subclass plus its import at the bottom of this
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -43,6 +43,20 @@ class ProbeContext:
 
     def task(self, task_name: str):
         return self.spec.task_or_default(task_name).task()
+
+    def conditions(self) -> list[str]:
+        """The conditions the probe runs on: its own ``conditions``, else the spec's first."""
+        return self.probe.conditions or self.spec.conditions[:1]
+
+    def groups(self) -> Iterator[tuple[str, str, str, list[dict]]]:
+        """``(model label, task, condition, records)`` of every model's collected records grouped by task and
+        condition, models in collection order and groups in first-seen order (what a per-condition table reads)."""
+        for label, recs in self.collected.items():
+            groups: dict[tuple[str, str], list[dict]] = {}
+            for r in recs:
+                groups.setdefault((r["task"], r["condition"]), []).append(r)
+            for (task, cond), g in groups.items():
+                yield label, task, cond, g
 
     def partners(self, ar_label: str) -> list[str]:
         """The DLM labels of every pair whose AR model is ``ar_label`` (each once, in pair order)."""

@@ -70,7 +70,7 @@ imported below; see docs/diffscore.md.
 
 from __future__ import annotations
 
-import importlib
+from dlmeval.lazy import lazy_exports
 
 # the metric families register when their modules are imported here: adding one is its module + its import
 # (the family's `rank`, not the import order, places its rows). These modules import nothing heavy at the top, so
@@ -141,19 +141,7 @@ _LAZY = {
 _MODULE_OF = {name: mod for mod, names in _LAZY.items() for name in names}
 
 
-def __getattr__(name: str):
-    if name in _MODULE_OF:
-        value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    elif name in _LAZY:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, _LAZY)
 
 
 __all__ = [

@@ -10,7 +10,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import (
+    MetricFamily,
+    refs_config,
+    refs_label,
+    register_family,
+)
 
 AR_DIRECTIONS = ("s2h", "h2s", "sbi", "r2h", "h2r", "f", "mar")
 AR_ARROWS = {
@@ -54,9 +59,7 @@ class ARFamily(MetricFamily):
             # one rule with the bartscore family: F per reference, then the best reference (BARTScore's)
             "multi_reference_f": "best per-reference F",
         }
-        if self.opts.ar_max_refs is not None:
-            cfg["max_refs"] = int(self.opts.ar_max_refs)
-        return cfg
+        return refs_config(cfg, self.opts)
 
     def models(self) -> list[Any]:
         return [self.suite.ar()]

@@ -20,6 +20,7 @@ from dlmeval.protocols.diffscore.meta_eval.ar import AR_ARROWS, AR_DIRECTIONS, a
 from dlmeval.protocols.diffscore.meta_eval.families import (
     FamilyOption,
     MetricFamily,
+    refs_config,
     refs_label,
     register_family,
 )
@@ -84,9 +85,7 @@ class BARTScoreFamily(MetricFamily):
             "score": "mean-target-logprob-with-special-tokens",
             "max_length": self.scorer().max_length,
         }
-        if self.opts.ar_max_refs is not None:
-            cfg["max_refs"] = int(self.opts.ar_max_refs)
-        return cfg
+        return refs_config(cfg, self.opts)
 
     def models(self) -> list[Any]:
         return [self.scorer()]

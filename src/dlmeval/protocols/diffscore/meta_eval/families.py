@@ -286,3 +286,11 @@ def family_names() -> tuple[str, ...]:
 def refs_label(name: str, opts) -> str:
     """A likelihood family's model label, with the reference limit (``--ar-max-refs``) when one applies."""
     return name if opts.ar_max_refs is None else f"{name}, best of first {opts.ar_max_refs} refs"
+
+
+def refs_config(cfg: dict[str, Any], opts) -> dict[str, Any]:
+    """A likelihood family's run configuration ``cfg`` with the reference limit (``max_refs``, from
+    ``--ar-max-refs``) added last when one applies: the configuration side of :func:`refs_label`."""
+    if opts.ar_max_refs is not None:
+        cfg["max_refs"] = int(opts.ar_max_refs)
+    return cfg

@@ -15,7 +15,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dlmeval.protocols.diffscore.meta_eval.families import MetricFamily, refs_label, register_family
+from dlmeval.protocols.diffscore.meta_eval.families import (
+    MetricFamily,
+    refs_config,
+    refs_label,
+    register_family,
+)
 
 #: where the prompt's text comes from, per task: the frame's ``cond_source`` (s2h) or its references (r2h)
 CONTEXT = {"SUM": "s2h", "WMT": "r2h", "D2T": "r2h"}
@@ -58,9 +63,7 @@ class GPTScoreFamily(MetricFamily):
             "context": {t: CONTEXT[t] for t in tasks},
             "score": "mean-logprob",
         }
-        if self.opts.ar_max_refs is not None:
-            cfg["max_refs"] = int(self.opts.ar_max_refs)
-        return cfg
+        return refs_config(cfg, self.opts)
 
     def models(self) -> list[Any]:
         return [self.suite.ar()]
