@@ -33,9 +33,7 @@ from dlmeval.parallel.store import (
     rank_dir,
     read_journal,
     run_context,
-    share,
     sync,
-    synced,
 )
 from dlmeval.parallel.work import Chunk, WorkDone, fixed_chunks, work_loop
 
@@ -58,8 +56,6 @@ __all__ = [
     "rank_dir",
     "read_journal",
     "run_context",
-    "share",
     "shutdown",
     "sync",
-    "synced",
 ]

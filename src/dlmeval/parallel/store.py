@@ -29,7 +29,7 @@ import hashlib
 import itertools
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -446,20 +446,8 @@ def run_context(run: Run) -> ParallelContext:
     return ParallelContext()
 
 
-def share(run: Run, items: Sequence[Any]) -> list[Any]:
-    """This rank's share of ``items`` (the same list on every rank: computed from results synced everywhere)."""
-    return run_context(run).share(list(items))
-
-
 def sync(run: Run) -> None:
     """:meth:`sync` of a parallel run; nothing for a plain :class:`Run`."""
     f = getattr(run, "sync", None)
     if f is not None:
         f()
-
-
-@contextlib.contextmanager
-def synced(run: Run) -> Iterator[Run]:
-    """``with synced(run): ...`` runs the block (this rank's share of a phase), then syncs."""
-    yield run
-    sync(run)

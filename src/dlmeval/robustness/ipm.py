@@ -206,7 +206,8 @@ def masked_surprisal(
 
     Each (prompt, position) pair is one row: a copy of the prompt with the mask token at the position. Rows go
     through ``model.score_positions`` in length-sorted batches of ``batch_size`` (:func:`length_sorted_batches`),
-    one forward pass each, so ``nfe == batches``. The result does not depend on the batching.
+    one forward pass each, so ``nfe == batches``. The batching changes which rows are padded together, which can
+    move a surprisal in its last float bits (none moved on robust-tiny, batch 16 vs 1); a stored run keys it.
     """
     rows: list[tuple[int, int]] = [
         (p, int(i)) for p, el in enumerate(eligible) for i in np.flatnonzero(np.asarray(el, dtype=bool))

@@ -117,7 +117,11 @@ class IPMProbe(Probe):
                 for cfg in configs:
                     flagger, fkey = self._flagger(opts, resp.model, cfg)
                     for seed in spec.perturbation_seeds:
-                        keys = [f"ipm/{cfg.key}{fkey}/{task.name}/{cond}/s{seed}/{it.item_id}" for it in its]
+                        # the detection batch size is in the key: a padded batch can move a surprisal's last bits
+                        keys = [
+                            f"ipm/{cfg.key}{fkey}/b{cfg.batch_size}/{task.name}/{cond}/s{seed}/{it.item_id}"
+                            for it in its
+                        ]
 
                         def patched(c, task=task, cond=cond, pert=pert, seed=seed, cfg=cfg, flagger=flagger,
                                     fkey=fkey) -> list[dict]:  # fmt: skip

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlmeval.parallel import fixed_chunks, work_loop
 from dlmeval.protocols.common import mean_or_nan
 from dlmeval.protocols.robust.evaluate import generation_seed, perturbation
 from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
@@ -50,19 +51,19 @@ class TrajectoryProbe(Probe):
                     {"sampler": cfg.as_dict(), "snapshots": n_snap, "low": low, "scope": spec.scope}
                 )[:12]
                 sampler = RemaskingSampler(resp.model, cfg)  # one per condition, not per item
-                for it in its:
-                    key = f"trajectory/{task.name}/{cond}/s{seed}/{h}/{it.item_id}"
-                    rec = run.get(key)
-                    if rec is None:
-                        clean = resp.wrap(task.user_message(it).text)
-                        noisy = resp.wrap(task.user_message(it, pert, seed=seed, scope=spec.scope).text)
-                        _, tc = record_trajectory(sampler, clean, it.item_id)
-                        _, tn = record_trajectory(sampler, noisy, it.item_id)
-                        steps = snapshot_steps(tc.ids.shape[0], n_snap, low)
-                        d = trajectory_divergence(tc, tn, steps)
-                        rec = {"item_id": it.item_id, "condition": cond, **d.as_dict()}
-                        run.put(key, rec)
-                    out.append({**rec, "task": task.name})
+                keys = [f"trajectory/{task.name}/{cond}/s{seed}/{h}/{it.item_id}" for it in its]
+
+                def compute(c, task=task, pert=pert, cond=cond, sampler=sampler) -> list[dict]:
+                    it = c.items[0]  # one item a chunk
+                    clean = resp.wrap(task.user_message(it).text)
+                    noisy = resp.wrap(task.user_message(it, pert, seed=seed, scope=spec.scope).text)
+                    _, tc = record_trajectory(sampler, clean, it.item_id)
+                    _, tn = record_trajectory(sampler, noisy, it.item_id)
+                    d = trajectory_divergence(tc, tn, snapshot_steps(tc.ids.shape[0], n_snap, low))
+                    return [{"item_id": it.item_id, "condition": cond, **d.as_dict()}]
+
+                work_loop(run, fixed_chunks(its, keys, 1), compute)
+                out += [{**run.get(k), "task": task.name} for k in keys]
                 ctx.say(f"robust: {resp.entry.label} trajectory {task.name}/{cond}: {len(its)} items")
         return out
 
@@ -94,26 +95,31 @@ class AttentionProbe(Probe):
         except ImportError as e:
             return unavailable(run, "attention analysis", e, ctx.say)
         spec, opts = ctx.spec, ctx.probe.kwargs()
-        seed = spec.perturbation_seeds[0]
+        seed, bs = spec.perturbation_seeds[0], int(opts.get("batch_size", 8))
         out = []
         for task_name in ctx.probe.tasks:
             task, its = ctx.task(task_name), ctx.items(task_name)
             for cond in ctx.conditions():
                 pert = perturbation(cond)
-                keys = [f"attention/{task.name}/{cond}/s{seed}/{spec.scope}/{it.item_id}" for it in its]
-                todo = [(it, k) for it, k in zip(its, keys) if run.get(k) is None]
-                if todo:
-                    msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it, _ in todo]
+                # the batch size is in the key: which prompts are padded together can move a ratio's last bits
+                keys = [f"attention/{task.name}/{cond}/s{seed}/{spec.scope}/b{bs}/{it.item_id}" for it in its]
+
+                def compute(c, task=task, pert=pert, cond=cond) -> list[dict]:  # one batch of prompts a chunk
+                    msgs = [task.user_message(it, pert, seed=seed, scope=spec.scope) for it in c.items]
                     texts = [resp.wrap(m.text) for m in msgs]
                     res = attention_ratio(
                         resp.model,
                         texts,
                         [m.perturbation.edits for m in msgs],
                         shifts=[max(t.rfind(m.text), 0) for t, m in zip(texts, msgs)],
-                        batch_size=int(opts.get("batch_size", 8)),
+                        batch_size=bs,
                     )
-                    run.put_many([(k, {"item_id": it.item_id, "condition": cond, **a.as_dict()})
-                                  for (it, k), a in zip(todo, res)])  # fmt: skip
+                    return [
+                        {"item_id": it.item_id, "condition": cond, **a.as_dict()}
+                        for it, a in zip(c.items, res)
+                    ]
+
+                work_loop(run, fixed_chunks(its, keys, bs), compute)
                 out += [{**run.get(k), "task": task.name} for k in keys]
         return out
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from dlmeval.parallel import current, sync
+from dlmeval.parallel import current
 from dlmeval.protocols.robust.evaluate import Data, ModelEntry, evaluate_model, model_entries
 from dlmeval.protocols.robust.output import guard_notes, plot_reliability, write_tables
 from dlmeval.protocols.robust.probes import PROBES, ProbeContext, phase_order
@@ -91,8 +91,6 @@ def run_robust(
                 ctx.collected[entry.label] = probe.run(ctx, resp, run)
         for w in resp.warnings:
             run.warn(w)
-        # data parallel: the probes ran on every rank (they are not split); their records reach rank 0 here
-        sync(run)
         run.put_table("accuracy", table_accuracy(recs, spec))
         return recs
 

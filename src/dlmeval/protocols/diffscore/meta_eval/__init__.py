@@ -126,12 +126,9 @@ _LAZY = {
     "runner": ("SuiteReport", "run_suite"),
     "suite": ("Component", "Suite"),
     "tables": ("TABLE_NOTES", "markdown_table", "markdown_tables", "paper_tables", "write_outputs"),
-    # _keys, _read_results: old private names (diffscore_ft and the analyses imported them)
     "work": (
         "Timer",
         "Unit",
-        "_keys",
-        "_read_results",
         "make_units",
         "read_results",
         "run_chunks",

@@ -43,15 +43,9 @@ def unit_keys(frame: pd.DataFrame, unit: Unit, metrics: Iterable[str]) -> list[s
     return [f"{frame['key'].iat[r]}|{m}" for r in unit.rows for m in metrics]
 
 
-_keys = unit_keys  # the old private name (diffscore.ft imported it)
-
-
 def read_results(run, prefix: str) -> dict[str, dict[str, Any]]:
     """``{key: result}`` of the items of ``run`` whose key starts with ``prefix``."""
     return run.results_with_prefix(prefix)
-
-
-_read_results = read_results  # the old private name (diffscore.analyses imports it)
 
 
 def run_chunks(
