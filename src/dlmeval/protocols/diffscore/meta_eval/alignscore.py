@@ -20,6 +20,7 @@ class AlignScoreFamily(MetricFamily):
     name = "alignscore"
     rank = 37
     kind = "meta-eval-alignscore"
+    batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = ("alignscore",)
     paper_row = "AlignScore"

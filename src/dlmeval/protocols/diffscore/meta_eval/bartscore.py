@@ -39,6 +39,7 @@ class BARTScoreFamily(MetricFamily):
     name = "bartscore"
     rank = 32  # after the AR likelihood rows
     kind = "meta-eval-bartscore"
+    batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False  # no checkpoint ships with dlmeval: asked for with --metrics
     order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")
     mapped = "bartscore:mapped"

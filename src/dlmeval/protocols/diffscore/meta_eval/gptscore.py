@@ -37,6 +37,7 @@ class GPTScoreFamily(MetricFamily):
     name = "gptscore"
     rank = 34  # after the AR likelihood and BARTScore rows
     kind = "meta-eval-gptscore"
+    batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = tuple(
         f"gptscore:{a}" for a in ("COH", "CON", "FLU", "REL", "INF", "COV", "FAC", "NAT", "QUA", "ACC")

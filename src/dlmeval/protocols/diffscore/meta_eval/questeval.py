@@ -24,6 +24,7 @@ class QuestEvalFamily(MetricFamily):
     name = "questeval"
     rank = 38
     kind = "meta-eval-questeval"
+    batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = ("questeval", "questeval:precision", "questeval:recall")
     paper_row = "QuestEval"

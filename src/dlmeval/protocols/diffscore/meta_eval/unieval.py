@@ -39,6 +39,7 @@ class UniEvalFamily(MetricFamily):
     name = "unieval"
     rank = 36
     kind = "meta-eval-unieval"
+    batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = tuple(
         f"unieval:{d}"
