@@ -27,8 +27,7 @@ The names below stay importable from this package (read lazily, so the registry 
 
 from __future__ import annotations
 
-import importlib
-
+from dlmeval.lazy import lazy_exports
 from dlmeval.protocols.diffscore.analyses.registry import analyses, run_analysis
 
 _EXPORTS = {
@@ -43,12 +42,13 @@ _EXPORTS = {
 }
 
 
+_lazy, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
 def __getattr__(name: str):
-    if name == "ANALYSES":
+    if name == "ANALYSES":  # read again each time: the registry may grow after the first read
         return tuple(a.name for a in analyses())
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy(name)
 
 
 __all__ = ["ANALYSES", "analyses", "run_analysis", *_EXPORTS]
