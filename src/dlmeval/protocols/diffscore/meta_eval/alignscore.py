@@ -50,7 +50,7 @@ class AlignScoreFamily(MetricFamily):
                 o.alignscore_model,
                 o.alignscore_base,
                 allow_download=o.allow_download,
-                device=o.evaluator_device or o.device,
+                device=o.evaluator_placement,
                 batch_size=o.ar_batch_size,
             ),
         )

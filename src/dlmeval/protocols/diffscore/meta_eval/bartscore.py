@@ -71,7 +71,7 @@ class BARTScoreFamily(MetricFamily):
             lambda: load_seq2seq(
                 self.spec,
                 allow_download=o.allow_download,
-                device=o.evaluator_device or o.device,
+                device=o.evaluator_placement,
                 dtype=o.dtype,
                 batch_size=o.ar_batch_size,
                 hint=HINT,

@@ -140,7 +140,7 @@ class EmbeddingFamily(MetricFamily):
                 allow_download=o.allow_download,
                 layer=o.bertscore_layer,
                 idf=o.bertscore_idf,
-                device=o.evaluator_device or o.device,
+                device=o.evaluator_placement,
             ),
         )
 
@@ -156,7 +156,7 @@ class EmbeddingFamily(MetricFamily):
                 allow_download=o.allow_download,
                 n_gram=o.moverscore_ngram,
                 idf=o.moverscore_idf,
-                device=o.evaluator_device or o.device,
+                device=o.evaluator_placement,
             ),
         )
 

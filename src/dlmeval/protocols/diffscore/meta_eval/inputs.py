@@ -114,7 +114,7 @@ class SuiteInputs:
 
         o = self.opts
         return self.model(
-            f"embedder:{o.encoder}", lambda: TokenEmbedder(o.encoder, device=o.evaluator_device or o.device)
+            f"embedder:{o.encoder}", lambda: TokenEmbedder(o.encoder, device=o.evaluator_placement)
         )
 
     def has_chat(self, model) -> bool:

@@ -154,12 +154,18 @@ class SuiteOptions:
             "weighting": spec.weighting,
         }
 
+    @property
+    def evaluator_placement(self) -> str | None:
+        """Where the evaluator models load (the AR, encoder, BART, UniEval, ... baselines): ``evaluator_device``,
+        default ``device``."""
+        return self.evaluator_device or self.device
+
     def load_kwargs(self, *, evaluator: bool = False) -> dict[str, Any]:
         """The keywords every model of the suite is loaded with (``load_diffusion`` / ``load_causal_lm``):
         placement (``evaluator_device`` for an evaluator model, default ``device``), dtype, remote code,
         downloads, seed."""
         return {
-            "device": (self.evaluator_device or self.device) if evaluator else self.device,
+            "device": self.evaluator_placement if evaluator else self.device,
             "dtype": self.dtype,
             "trust_remote_code": self.trust_remote_code,
             "allow_download": self.allow_download,

@@ -70,7 +70,7 @@ class QuestEvalFamily(MetricFamily):
                 qg,
                 qa,
                 qg_prefix=self.qg_prefix,
-                device=o.evaluator_device or o.device,
+                device=o.evaluator_placement,
                 batch_size=o.ar_batch_size,
             )
 

@@ -103,9 +103,7 @@ class UniEvalFamily(MetricFamily):
                 spec, defaults=(default,), allow_download=o.allow_download, what="UniEval", option=option
             )
             name = default.rsplit("/", 1)[-1] if spec is None else str(spec).rstrip("/").rsplit("/", 1)[-1]
-            return UniEvalScorer(
-                d, name=name, device=o.evaluator_device or o.device, batch_size=o.ar_batch_size
-            )
+            return UniEvalScorer(d, name=name, device=o.evaluator_placement, batch_size=o.ar_batch_size)
 
         return self.suite.model(key, load)
 
