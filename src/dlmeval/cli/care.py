@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 
 from dlmeval.cli.common import emit, run_in_store, run_lines
-from dlmeval.cli.options import add_batching_args, add_runtime_group
+from dlmeval.cli.options import add_batching_args, add_runtime_group, capped_batch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,11 +60,9 @@ def _spec_with_overrides(args):
         if args.batch_size < 1:
             raise InputError(f"--batch-size must be positive, got {args.batch_size}")
         gen = dataclasses.replace(gen, batch_size=args.batch_size)
-    if getattr(args, "max_tokens", None) is not None:
-        if args.max_tokens < 1:
-            raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
-        rows = max(1, args.max_tokens // (gen.prefix_tokens + gen.gen_tokens))
-        gen = dataclasses.replace(gen, batch_size=min(gen.batch_size, rows))
+    if args.max_tokens is not None:
+        rows = capped_batch(gen.batch_size, args.max_tokens, gen.prefix_tokens + gen.gen_tokens)
+        gen = dataclasses.replace(gen, batch_size=rows)
     spec = spec.replace(generation=gen)
     if args.seed is not None:
         spec = spec.replace(seed=args.seed)

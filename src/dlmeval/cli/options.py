@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dlmeval.errors import InputError
+
 DEVICE_HELP = (
     "cpu, cuda, cuda:1, or auto (default; cuda:LOCAL_RANK under torchrun); map[:auto|balanced|sequential] "
     "spreads one model over all visible devices (accelerate's big-model inference)"
@@ -56,11 +58,11 @@ def add_seed_arg(g, *, from_spec: bool = False) -> None:
 
 
 def add_runtime_group(
-    p, *, evaluators: str | None = None, seed: bool = True, from_spec: bool = False
+    p, *, evaluators: str | None = None, from_spec: bool = False
 ) -> argparse._ArgumentGroup:
     """The "runtime" group: where and how models load, and the seed. ``evaluators`` (what they are, for the
     help) adds ``--evaluator-device`` for a command's evaluator models; ``from_spec``: ``--seed`` replaces a
-    spec's seed (:func:`add_seed_arg`); ``seed=False``: no ``--seed``."""
+    spec's seed (:func:`add_seed_arg`)."""
     g = p.add_argument_group("runtime")
     g.add_argument("--device", default="auto", help=DEVICE_HELP)
     if evaluators is not None:
@@ -82,8 +84,7 @@ def add_runtime_group(
         action="store_true",
         help="allow fetching models from the Hugging Face hub (needs internet); off by default",
     )
-    if seed:
-        add_seed_arg(g, from_spec=from_spec)
+    add_seed_arg(g, from_spec=from_spec)
     return g
 
 
@@ -155,14 +156,16 @@ _BATCHING = {
     # DiffScore's forward passes (score, meta-eval): the batch shape can move a score's last float bits
     "scoring": (
         "rows per DiffScore forward pass; part of the run signature: it can change a score's last bits (float "
-        "rounding, below 1e-6 on the CPU), never with the number of ranks or a resume",
+        "rounding: at most 8.3e-7 over 300 texts on the CPU, benchmarks/bench_score_identity.py), never with the "
+        "number of ranks or a resume",
         "padded tokens per DiffScore forward pass (default 2,048 on a CPU, 65,536 on a GPU; part of the run "
         "signature, as --batch-size)",
     ),
     # generation (sample, care): a padded batch can move a logit's last bits, so a near-tie could flip a token
     "sampling": (
         "samples per forward pass; part of the run signature: a padded row's logits move in the last bits with "
-        "its batch (no sample changed on the CPU), never with the number of ranks or a resume",
+        "its batch (no sample changed on the CPU: benchmarks/bench_batch_bits.py), never with the number of ranks "
+        "or a resume",
         "padded tokens per forward pass (prompt + generated tokens per row): caps --batch-size so a batch's "
         "logits fit the device (part of the run signature, as --batch-size)",
     ),
@@ -180,3 +183,12 @@ def add_batching_args(g, kind: str, *, batch_size: int | None = None, default_he
         help=rows + (f"; {default_help}" if default_help else ""),
     )
     g.add_argument("--max-tokens", type=int, default=None, help=tokens)
+
+
+def capped_batch(batch_size: int, max_tokens: int | None, width: int) -> int:
+    """``batch_size`` lowered so that rows of ``width`` padded tokens fit ``--max-tokens`` (at least one row)."""
+    if max_tokens is None:
+        return batch_size
+    if max_tokens < 1:
+        raise InputError(f"--max-tokens must be positive, got {max_tokens}")
+    return max(1, min(batch_size, max_tokens // width))

@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 
 from dlmeval.cli.common import emit, model_kwargs
-from dlmeval.cli.options import add_batching_args, add_model_args, add_runtime_group
+from dlmeval.cli.options import add_batching_args, add_model_args, add_runtime_group, capped_batch
 from dlmeval.errors import InputError
 from dlmeval.parallel import current
 
@@ -191,15 +191,12 @@ def run(args: argparse.Namespace) -> int:
     item_ids = [str(i) if n == 1 else f"{i}:{k}" for i, k in items]
     batch_size = args.batch_size
     if args.max_tokens is not None:
-        if args.max_tokens < 1:
-            raise InputError(f"--max-tokens must be positive, got {args.max_tokens}")
         width = max(len(sampler.encode_prompt(p)) for p in prompts) + args.length
-        batch_size = max(1, min(batch_size, args.max_tokens // width))
+        batch_size = capped_batch(batch_size, args.max_tokens, width)
     # data parallel (torchrun): each rank samples its share of the batches one process forms (protocols.sample)
     got = sample_prompts(sampler, [prompts[i] for i, _ in items], item_ids, batch_size=batch_size)
     records, config, nfe_predicted = got.records, got.config, got.nfe_predicted
     nfe_all = [r["nfe"] for r in records]
-    sig = Signature.create("sample", config, [model], seed=cfg.seed)
     for rec, (i, _) in zip(records, items):
         rec["prompt"] = prompts[i]
     # the run is named by the sampler's settings and by the prompts it was given (two commands with different

@@ -76,7 +76,6 @@ class EstimatorSpec:
 
 #: named estimator settings (:data:`dlmeval.scoring.names.PRESET_SETTINGS`, where they are listed)
 PRESETS: dict[str, EstimatorSpec] = {name: EstimatorSpec(*s) for name, s in PRESET_SETTINGS.items()}
-_PRESET_ALIASES = PRESET_ALIASES
 _FAST_OF = {"standard": "fast", "fast": "fast", "paper": "paper-fast", "paper-fast": "paper-fast"}
 
 
@@ -92,9 +91,7 @@ def resolve_estimator(
     """The estimator settings of a preset (default ``standard``; ``fast`` takes its Fast variant), with any of
     K, T, scheme and weighting given explicitly replacing the preset's (what the command-line flags do)."""
     name = (
-        _PRESET_ALIASES.get(str(preset).strip().lower(), str(preset).strip().lower())
-        if preset
-        else "standard"
+        PRESET_ALIASES.get(str(preset).strip().lower(), str(preset).strip().lower()) if preset else "standard"
     )
     if name not in PRESETS:
         raise InputError(
