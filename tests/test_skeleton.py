@@ -129,6 +129,21 @@ def test_the_skeleton_resumes_into_the_same_runs_and_tables(tmp_path):
         pd.testing.assert_frame_equal(got.tables[name], ref.tables[name])
 
 
+def test_each_model_run_is_synced_before_it_finishes(tmp_path, monkeypatch):
+    """A warning raised on a rank other than 0 after compute's last work_loop waits in that rank's outbox: the
+    skeleton syncs each model run before finishing it, so rank 0 records it."""
+    from dlmeval.store.db import Run
+
+    order = []
+    monkeypatch.setattr(skeleton, "sync", lambda run: order.append(("sync", run.run_id)))
+    finish = Run.finish
+    monkeypatch.setattr(Run, "finish", lambda self, *a, **k: (order.append(("finish", self.run_id)), finish(self, *a, **k))[1])  # fmt: skip
+    with RunStore(tmp_path / "s.sqlite") as store:
+        done = run_protocol(toy_hooks(new_calls()), ["a", "b"], store)
+    for rid in done.run_ids.values():
+        assert order.index(("sync", rid)) < order.index(("finish", rid))
+
+
 def test_the_skeleton_writes_no_outputs_without_out_dir(tmp_path):
     calls = new_calls()
     with RunStore(tmp_path / "s.sqlite") as store:
@@ -164,7 +179,9 @@ def test_care_and_robust_run_through_the_skeleton(tmp_path, monkeypatch):
         care.run_care(spec, store, progress=False, models={"tiny-causal": tiny_model("causal")})
     h = seen["hooks"]
     assert (h.kind, h.whole_kind, seen["entries"]) == ("care", "care-sweep", list(spec.models))
-    assert h.config("tiny-llada") == {**spec.config("tiny-llada"), "data": h.config("tiny-llada")["data"]}
+    data = care_run.data_identity(spec, None, allow_download=False)  # the corpora's file digests
+    assert h.config("tiny-llada") == {**spec.config("tiny-llada"), "data": data}
+    assert h.whole_config == {**spec.config(), "data": data}
 
     seen = _spy(monkeypatch, robust_run)
     spec = robust.load_spec("robust-tiny")

@@ -7,12 +7,13 @@ written once; meta-eval shares its last step (:func:`put_whole`).
 1. takes the given model (``models[name]``) or loads it (``load``: the family-aware loader, on its device);
 2. opens its run: ``store.open_run(kind, config(entry), [its identity, *identities], seed, command_line)``;
 3. computes it (``compute(entry, model, run)``: the records, the per-model tables put on the open run);
-4. finishes the run, keeps its warnings (main rank, as ``"<name>: <warning>"``) and frees the model unless it
+4. syncs the run (data parallel: every rank's records and warnings reach rank 0), finishes it, keeps its warnings (main rank, as ``"<name>: <warning>"``) and frees the model unless it
    was given;
 
 then computes the tables of the whole (``tables(done)``, from every entry's records), puts them on the run over
 every model (``whole_kind``, ``whole_config``) with the ``notes`` as its warnings, finishes it, and on the main
-rank only adds its warnings and writes the outputs (``write``). A building block: it imports no protocol or CLI.
+rank only adds its warnings and writes the outputs (``write``). It knows no concrete protocol (it imports only
+:mod:`dlmeval.protocols.common` of the protocols) and no CLI.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from dlmeval.parallel import current
+from dlmeval.parallel import current, sync
 from dlmeval.protocols.common import empty_cuda
 
 
@@ -101,6 +102,9 @@ def run_protocol(
         done.run_ids[name] = run.run_id
         say(f"{hooks.announce(entry)} -> run {run.run_id}")
         done.records.append(hooks.compute(entry, model, run))
+        # data parallel: what this rank wrote or warned after compute's last work_loop reaches rank 0 before the
+        # run finishes (a warning of a rank other than 0 waits in its outbox until a sync; a no-op in one process)
+        sync(run)
         run.finish()
         if main:
             done.warnings += [f"{name}: {w}" for w in run.warnings()]

@@ -4,7 +4,8 @@ A run's life (not run here: it opens the user's store)::
 
     store = RunStore()                                  # --store PATH / $DLMEVAL_STORE / user data dir
     run = store.open_run("diffscore", config, [model.identity()], seed=0)   # same command -> same run
-    run.put_many([(item.id, compute(item, derive_seed(0, item.id))) for item in chunk])   # one transaction
+    work_loop(run, fixed_chunks(items, [it.id for it in items], 16),             # dlmeval.parallel: the pending
+              lambda c: [compute(it, derive_seed(0, it.id)) for it in c.items])  # chunks, one transaction each
     run.put_table("summary", df); run.finish()
     print(run.signature.short())
 
