@@ -108,3 +108,34 @@ def test_suite_and_inputs_have_every_member_of_the_family_interface():
         inst_attrs = {"opts", "benchmarks"}  # set in __init__ (or properties)
         missing = sorted(m for m in members if not hasattr(cls, m) and m not in inst_attrs)
         assert missing == [], (cls.__name__, missing)
+
+
+def test_ar_batch_size_keys_the_run_of_a_family_that_batches(data_root):
+    """Which rows share a forward pass moves an AR score's last bits, so another ``ar_batch_size`` is another
+    run of the AR family (the DiffScore family's run, which does not read it, stays)."""
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs
+
+    def run_ids(bs):
+        inputs = SuiteInputs(_opts(data_root, ar_batch_size=bs))
+        inputs.prepare()
+        suite = Suite(inputs, RunStore(":memory:"))
+        return {f: suite.component(f).run.run_id for f in ("ar", "diffscore")}
+
+    a, b = run_ids(8), run_ids(2)
+    assert a["ar"] != b["ar"] and a["diffscore"] == b["diffscore"]
+
+
+def test_every_family_that_reads_ar_batch_size_is_batched():
+    """A family module that reads ``ar_batch_size`` declares ``batched = True`` (else its batch size would be
+    missing from its run signature)."""
+    import inspect
+
+    from dlmeval.protocols.diffscore.meta_eval import METRIC_FAMILIES
+
+    readers = {
+        name
+        for name, fam in METRIC_FAMILIES.items()
+        if "ar_batch_size" in inspect.getsource(inspect.getmodule(fam))
+    }
+    assert {"ar", "bartscore", "gptscore", "unieval", "alignscore", "questeval", "geval"} <= readers
+    assert sorted(n for n in readers if not METRIC_FAMILIES[n].batched) == []
