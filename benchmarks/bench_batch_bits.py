@@ -6,7 +6,8 @@ on the tiny models, and the stored records compared field by field (wall-clock f
 Parts: robust-tiny's probes (D-GCG ``eval_batch_size``, IPM ``batch_size``, attention ``batch_size``; the linear
 probe's ``batch_size`` is in its options hash, so its records get new keys and are not compared), robust-tiny's
 ``[dlm]`` / ``[ar]`` batch size, meta-eval's AR family at ``ar_batch_size`` 1 vs 8 (SummEval, 24 items), and
-``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40. A batch size whose records can differ belongs in the
+``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40, care-tiny at ``generation.batch_size`` 4 vs 1, and
+tiny-llada's logits of five mixed-length rows in one batch vs each row alone (``length_sorted_batches``). A batch size whose records can differ belongs in the
 run signature (it is, for every part listed here; docs/scaling.md). Prints one line per part.
 """
 
@@ -71,8 +72,10 @@ def _unkeyed(recs: dict[str, dict]) -> dict[str, dict]:
 
 
 def _compare(name: str, a: dict, b: dict, skip=("seconds", "elapsed")) -> None:
+    if set(a) != set(b):  # the two runs must line up key by key, or the comparison would count nothing
+        raise SystemExit(f"{name}: {len(set(a) ^ set(b))} records are in one run only (key format changed?)")
     n = differ = 0
-    worst = 0.0
+    worst = worst_abs = 0.0
     fields = set()
     for k in sorted(set(a) & set(b)):
         for x, y in zip(a[k], b[k]):
@@ -81,8 +84,16 @@ def _compare(name: str, a: dict, b: dict, skip=("seconds", "elapsed")) -> None:
             if d:
                 differ += 1
                 worst = max([worst, *(_rel(t) for t in d if _rel(t) < math.inf)])
+                worst_abs = max(
+                    [
+                        worst_abs,
+                        *(abs(x - y) for _, x, y in d if isinstance(x, float) and isinstance(y, float)),
+                    ]
+                )
                 fields |= {re.sub(r"\[\d+\]", "[]", t[0]) for t in d}
-    detail = f"; at most {worst:.2g} relative; fields {sorted(fields)}" if differ else ""
+    detail = (
+        f"; at most {worst:.2g} relative, {worst_abs:.2g} absolute; fields {sorted(fields)}" if differ else ""
+    )
     print(f"{name}: {differ} of {n} records differ{detail}")
 
 
@@ -106,8 +117,54 @@ def main() -> None:
             _compare(f"robust-tiny {part}", _by_prefix(base, prefix), _by_prefix(probes, prefix))
         roles = _unkeyed(_robust(tmp, "roles", {"dlm": {"batch_size": 1}, "ar": {"batch_size": 1}}))
         _compare("robust-tiny [dlm]/[ar] batch_size 5 vs 1 (task records)", base, roles)
+        _care(tmp)
         _meta_eval(tmp, args.data)
         _sample(tmp)
+        _rows_alone()
+
+
+def _care(tmp: Path) -> None:
+    import dataclasses
+
+    from dlmeval.protocols import care
+    from dlmeval.store import RunStore
+
+    got = {}
+    for bs in (4, 1):
+        spec = care.load_spec("care-tiny")
+        spec = spec.replace(generation=dataclasses.replace(spec.generation, batch_size=bs))
+        with RunStore(tmp / f"care{bs}.sqlite") as st:
+            care.run_care(spec, st, progress=False)
+            got[bs] = _unkeyed(_records(st))
+    _compare("care-tiny generation.batch_size 4 vs 1", got[4], got[1])
+
+
+def _rows_alone() -> None:
+    """One forward pass of mixed-length rows against each row alone (what length_sorted_batches' docstring says)."""
+    import torch
+
+    from dlmeval.models.registry import load_diffusion
+
+    m = load_diffusion("tiny-llada", seed=0)
+    rows = [[(7 * i + 3 * j) % 50 + 5 for j in range(n)] for i, n in enumerate((31, 24, 17, 9, 4))]
+    with torch.no_grad():
+        ids, mask = m.pad(rows)
+        batch = m.logits(ids, mask)
+        differ, worst = 0, 0.0
+        for i, r in enumerate(rows):
+            a_ids, a_mask = m.pad([r])
+            alone = m.logits(a_ids, a_mask)[0][a_mask[0].bool()]
+            mine = batch[i][mask[i].bool()]
+            d = float((alone - mine).abs().max())
+            differ += d > 0
+            worst = max(worst, d)
+        perm = [4, 2, 0, 3, 1]  # the same rows in another order: the same padded width
+        p_ids, p_mask = m.pad([rows[k] for k in perm])
+        moved = float((m.logits(p_ids, p_mask)[perm.index(0)] - batch[0]).abs().max())
+    print(
+        f"tiny-llada, 5 rows of 4-31 tokens in one batch vs each alone: {differ} of 5 rows' logits differ, at "
+        f"most {worst:.2g}; the same batch in another row order: max change {moved:.2g}"
+    )
 
 
 def _meta_eval(tmp: Path, data: str | None) -> None:

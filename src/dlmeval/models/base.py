@@ -286,11 +286,11 @@ def length_sorted_batches(
     (a row longer than ``max_tokens`` is a batch of its own). The batches depend only on ``lengths`` and the two
     bounds, so the same inputs are cut the same way in any process, on any rank and on a resume.
 
-    The batching is not free of numbers. A row's outputs equal its outputs alone only up to rounding: on the CPU
-    (measured on the tiny models) the order of the rows in a batch and which other rows share it leave every bit,
-    but the batch's padded width does not (the masked positions still shape the reductions: tiny-llada float32, 4
-    of 5 mixed-length rows differ from the row alone, by at most 1.7e-6), and on a GPU the kernels also follow the
-    row count. The batch-invariance tests (``tests/test_models.py``) hold to ``atol=1e-5``, not bit for bit; so
+    The batching is not free of numbers. A row's outputs equal its outputs alone only up to rounding: the batch's
+    padded width shapes the reductions (tiny-llada float32 on the CPU, five rows of 4 to 31 tokens: 4 of 5 rows'
+    logits differ from the row alone with one thread, 5 of 5 with two, by at most 2.4e-6), with two threads even
+    the order of the rows in a batch moved a row by 1.4e-6 (none with one thread), and on a GPU the kernels also
+    follow the row count (``benchmarks/bench_batch_bits.py``). Canonical chunks fix both the rows and their order. The batch-invariance tests (``tests/test_models.py``) hold to ``atol=1e-5``, not bit for bit; so
     ``batch_size`` / ``max_tokens`` belong in the signature of a run that stores records computed in these batches.
     """
     if batch_size is None and max_tokens is None:

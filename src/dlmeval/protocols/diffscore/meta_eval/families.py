@@ -150,7 +150,8 @@ class MetricFamily:
     needs: ClassVar[str] = ""
     #: the family forwards padded batches of ``SuiteOptions.ar_batch_size`` rows (its AR, seq2seq or encoder
     #: model): the batch size is then part of its run configuration, since which rows share a forward pass moves a
-    #: score's last bits (the AR family on SummEval, 24 items, batch 1 vs 8: 26 of 224 scores, at most 1.8e-8)
+    #: score's last bits (the AR family on SummEval, 24 items, batch 1 vs 8: 26 of 224 scores, at most 1.8e-8:
+    #: benchmarks/bench_batch_bits.py)
     batched: ClassVar[bool] = False
     #: the family's command-line options (``dlmeval meta-eval`` shows them as one group, titled
     #: :attr:`options_title`, and passes each to its ``SuiteOptions`` field)
