@@ -1,14 +1,15 @@
-"""Which batch sizes move stored numbers: each protocol part run twice, at its default batch size and at another,
-on the tiny models, and the stored records compared field by field (wall-clock fields left out).
+"""Which batch sizes move stored numbers: each protocol part run twice, at its default batch size and at another, on
+the tiny models, and the stored records compared field by field (wall-clock fields left out).
 
     PYTHONPATH=src python benchmarks/bench_batch_bits.py [--data DIR]
 
 Parts: robust-tiny's probes (D-GCG ``eval_batch_size``, IPM ``batch_size``, attention ``batch_size``; the linear
 probe's ``batch_size`` is in its options hash, so its records get new keys and are not compared), robust-tiny's
 ``[dlm]`` / ``[ar]`` batch size, meta-eval's AR family at ``ar_batch_size`` 1 vs 8 (SummEval, 24 items), and
-``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40, care-tiny at ``generation.batch_size`` 4 vs 1, and
-tiny-llada's logits of five mixed-length rows in one batch vs each row alone (``length_sorted_batches``). A batch size whose records can differ belongs in the
-run signature (it is, for every part listed here; docs/scaling.md). Prints one line per part.
+``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40, care-tiny at ``generation.batch_size`` 4 vs 1, and tiny-
+llada's logits of five mixed-length rows in one batch vs each row alone (``length_sorted_batches``). A batch size
+whose records can differ belongs in the run signature (it is, for every part listed here; docs/scaling.md). Prints
+one line per part.
 """
 
 from __future__ import annotations

@@ -339,8 +339,8 @@ def test_model_config_leaves_out_what_record_keys_hold(arc_file):
 
 def test_each_roles_batch_size_is_in_its_runs_signature(tmp_path, arc_file, models):
     """Which rows share a forward pass moves a padded row's scores and confidences in the last bits (robust-tiny,
-    batch 5 vs 1: 18 of 78 records, at most 4.8e-7 apart: benchmarks/bench_batch_bits.py), so each role's batch size keys its model's run and the
-    spec run: a store is never resumed into records of another batching."""
+    batch 5 vs 1: 18 of 78 records, at most 4.8e-7 apart: benchmarks/bench_batch_bits.py), so each role's batch
+    size keys its model's run and the spec run: a store is never resumed into records of another batching."""
     a = rb.parse_spec(raw_spec(arc_file, batch=5))
     d = rb.parse_spec(raw_spec(arc_file, batch=5, dlm={"batch_size": 2}))
     r = rb.parse_spec(raw_spec(arc_file, batch=5, ar={"batch_size": 2}))

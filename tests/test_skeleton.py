@@ -137,7 +137,12 @@ def test_each_model_run_is_synced_before_it_finishes(tmp_path, monkeypatch):
     order = []
     monkeypatch.setattr(skeleton, "sync", lambda run: order.append(("sync", run.run_id)))
     finish = Run.finish
-    monkeypatch.setattr(Run, "finish", lambda self, *a, **k: (order.append(("finish", self.run_id)), finish(self, *a, **k))[1])  # fmt: skip
+
+    def finish_in_order(self, *a, **k):
+        order.append(("finish", self.run_id))
+        return finish(self, *a, **k)
+
+    monkeypatch.setattr(Run, "finish", finish_in_order)
     with RunStore(tmp_path / "s.sqlite") as store:
         done = run_protocol(toy_hooks(new_calls()), ["a", "b"], store)
     for rid in done.run_ids.values():

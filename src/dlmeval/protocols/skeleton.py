@@ -7,8 +7,8 @@ written once; meta-eval shares its last step (:func:`put_whole`).
 1. takes the given model (``models[name]``) or loads it (``load``: the family-aware loader, on its device);
 2. opens its run: ``store.open_run(kind, config(entry), [its identity, *identities], seed, command_line)``;
 3. computes it (``compute(entry, model, run)``: the records, the per-model tables put on the open run);
-4. syncs the run (data parallel: every rank's records and warnings reach rank 0), finishes it, keeps its warnings (main rank, as ``"<name>: <warning>"``) and frees the model unless it
-   was given;
+4. syncs the run (data parallel: every rank's records and warnings reach rank 0), finishes it, keeps its warnings
+   (main rank, as ``"<name>: <warning>"``) and frees the model unless it was given;
 
 then computes the tables of the whole (``tables(done)``, from every entry's records), puts them on the run over
 every model (``whole_kind``, ``whole_config``) with the ``notes`` as its warnings, finishes it, and on the main

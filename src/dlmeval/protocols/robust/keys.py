@@ -95,7 +95,8 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
         "scope": spec.scope,
         "tasks": tasks,
         # rows per forward pass: the canonical chunks are slices of this size, and a padded row's scores and
-        # confidences move in the last bits with its batch (robust-tiny, 5 vs 1: 18 of 78 records, <= 4.8e-7: bench_batch_bits)
+        # confidences move in the last bits with its batch (robust-tiny, 5 vs 1: 18 of 78 records, <= 4.8e-7:
+        # benchmarks/bench_batch_bits.py)
         "batch_size": entry.sampler.batch_size if entry.role == "dlm" else spec.ar.batch_size,
     }
     if entry.role == "dlm":
