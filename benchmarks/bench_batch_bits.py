@@ -6,8 +6,8 @@ the tiny models, and the stored records compared field by field (wall-clock fiel
 Parts: robust-tiny's probes (D-GCG ``eval_batch_size``, IPM ``batch_size``, attention ``batch_size``; the linear
 probe's ``batch_size`` is in its options hash, so its records get new keys and are not compared), robust-tiny's
 ``[dlm]`` / ``[ar]`` batch size, meta-eval's AR family at ``ar_batch_size`` 1 vs 8 (SummEval, 24 items), and
-``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40, care-tiny at ``generation.batch_size`` 4 vs 1, and tiny-
-llada's logits of five mixed-length rows in one batch vs each row alone (``length_sorted_batches``). A batch size
+``sample`` of 40 mixed-length prompts at batch 1 / 7 / 40, care-tiny at ``generation.batch_size`` 4 vs 1, and
+tiny-llada's logits of five mixed-length rows in one batch vs each row alone (``length_sorted_batches``). A batch size
 whose records can differ belongs in the run signature (it is, for every part listed here; docs/scaling.md). Prints
 one line per part.
 """
