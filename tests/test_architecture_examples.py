@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-FENCE = re.compile(r"(?P<before>[^\n]*)\n```(?P<lang>python)\n(?P<code>.*?)\n```", re.S)
+FENCE = re.compile(r"^```(?:python|py)\n(?P<code>.*?)\n```", re.S | re.M)
 MARKER = re.compile(r"^# example: (?P<kind>[a-z ]+)$", re.M)
 KINDS = (
     "strategy",

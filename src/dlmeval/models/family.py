@@ -253,20 +253,18 @@ class _Families:
 FAMILIES = _Families()
 
 
-#: the stand-ins :func:`dlmeval.models.tiny.tiny_model` builds; every other stand-in is a checkpoint directory of
-#: :mod:`dlmeval.models.standin_families`
-TINY_KINDS = ("bert", "llada", "dream", "causal")
-
-
 def standin_loader(kind: str) -> Callable[[LoadOptions], Any]:
-    """``Family.load_standin`` of stand-in ``kind`` (one of :data:`TINY_KINDS`, else a kind of
-    :mod:`dlmeval.models.standin_families`): seeded by the options, on their device (by default the CPU)."""
+    """``Family.load_standin`` of stand-in ``kind``: a checkpoint directory of
+    :mod:`dlmeval.models.standin_families` (one of its ``KINDS``), else a model :func:`dlmeval.models.tiny.tiny_model`
+    builds; seeded by the options, on their device (by default the CPU)."""
 
     def load(opts: LoadOptions) -> Any:
-        if kind in TINY_KINDS:
-            from dlmeval.models.tiny import tiny_model as build
+        from dlmeval.models import standin_families
+
+        if kind in standin_families.KINDS:
+            build = standin_families.load_family_standin
         else:
-            from dlmeval.models.standin_families import load_family_standin as build
+            from dlmeval.models.tiny import tiny_model as build
         return build(kind, seed=opts.seed, device=opts.device or "cpu")
 
     return load
