@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlmeval.cli.common import emit, protocol_kwargs
+from dlmeval.cli.common import emit, run_in_store
 
 
 def _spec(args):
@@ -51,18 +51,14 @@ def run_leaderboard_cli(args: argparse.Namespace) -> int:
         emit(args, {"spec": spec.name, "rows": rows}, "\n".join(lines))
         return 0
     from dlmeval.models.registry import check_model_spec
-    from dlmeval.parallel import open_store
     from dlmeval.store import frame_records
-    from dlmeval.store.access import check_writable_store
 
     for r in spec.rows:  # validate, then open
         check_model_spec(
             r.model, role="causal" if r.kind == "ar" else "diffusion", allow_download=args.allow_download
         )
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
-    check_writable_store(args.store)
-    with open_store(args.store) as store:
-        run_id, table = run_leaderboard(spec, store, **protocol_kwargs(args))
+    run_id, table = run_in_store(args, run_leaderboard, spec)
     text = paper_table_markdown(table) + f"\nleaderboard run: {run_id}"
     emit(args, {"spec": spec.name, "run": run_id, "table": frame_records(table)}, text)
     return 0

@@ -67,17 +67,17 @@ def protocol_kwargs(args) -> dict[str, Any]:
     }
 
 
-def run_in_store(args, runner, spec, out: str) -> Any:
-    """Run a protocol runner (``run_care``, ``run_robust``) on ``spec`` into the store of ``--store``, outputs
-    under ``out``, with :func:`protocol_kwargs`; only rank 0 checks the store is writable first (the others write
-    journals beside it). Returns the runner's result."""
+def run_in_store(args, runner, spec, out: str | None = None) -> Any:
+    """Run a protocol runner (``run_care``, ``run_robust``, ``run_leaderboard``) on ``spec`` into the store of
+    ``--store``, outputs under ``out`` (None: a runner without outputs), with :func:`protocol_kwargs`; only rank 0
+    checks the store is writable first (the others write journals beside it). Returns the runner's result."""
     from dlmeval.parallel import current, open_store
     from dlmeval.store.access import check_writable_store
 
     if current().is_main:
         check_writable_store(args.store)
     with open_store(args.store) as store:
-        return runner(spec, store, out_dir=out, **protocol_kwargs(args))
+        return runner(spec, store, **({} if out is None else {"out_dir": out}), **protocol_kwargs(args))
 
 
 def run_lines(res, whole: str, whole_run: str | None) -> list[str]:
