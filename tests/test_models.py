@@ -73,7 +73,7 @@ def test_lean_path_matches_full_logits(kind):
     full = torch.log_softmax(m.logits(ids, attn), -1)
     pos = attn.bool() & (torch.arange(ids.shape[1]) % 2 == 0)
     targets = torch.randint(0, m.vocab_size, ids.shape, generator=torch.Generator().manual_seed(0))
-    sc = m.score_positions(ids, attn, pos, targets, entropy=True, top_k=3, chunk=3)
+    sc = m.score_positions(ids, attn, pos, targets, entropy=True, top_k=3, max_logprob=True, chunk=3)
     bi, pi = pos.nonzero(as_tuple=True)
     torch.testing.assert_close(
         sc.logprob, full[bi, pi].gather(1, targets[bi, pi, None])[:, 0], atol=1e-5, rtol=0
@@ -317,3 +317,15 @@ def test_default_ar_loads_from_cache_with_a_stable_hash():
     assert ar.identity().weights_sha256 == again.identity().weights_sha256
     [lp] = ar.continuation_logprobs(["The capital of France is"], [" Paris"])
     assert lp.sum() > -3.0
+
+
+def test_lean_path_computes_the_vocabulary_max_only_when_asked():
+    # DiffScore reads the targets' log-probabilities only; the max over the vocabulary is calibration's (#36)
+    m = tiny_model("llada")
+    ids, attn = m.pad([m.encode(t) for t in TEXTS])
+    pos = attn.bool()
+    plain = m.score_positions(ids, attn, pos, ids)
+    both = m.score_positions(ids, attn, pos, ids, max_logprob=True)
+    assert plain.max_logprob is None and both.max_logprob is not None
+    assert torch.equal(plain.logprob, both.logprob)
+    assert bool((both.max_logprob >= both.logprob).all())

@@ -86,7 +86,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on: its CPU affinity, capped by a cgroup v2 CPU quota (``cpu.max``, as a
+    container's ``--cpus`` sets it) when one is lower. OpenMP and torch read the affinity but not the quota."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def thread_policy(environ: dict[str, str] | os._Environ = os.environ) -> None:
+    """Set before torch loads, unless the user set them: OpenMP threads sleep when idle instead of spinning
+    (``OMP_WAIT_POLICY=PASSIVE``: on a machine that other jobs share, spinning threads burnt about 3x the CPU for the
+    same numbers), and a CPU quota below the affinity caps the thread count (``OMP_NUM_THREADS``). Neither changes a
+    number by itself; the thread count a run used is in its signature."""
+    environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    n = usable_cpus()
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else n
+    if n < affinity:
+        environ.setdefault("OMP_NUM_THREADS", str(n))
+
+
 def main(argv: list[str] | None = None) -> int:
+    if (
+        "torch" not in sys.modules
+    ):  # too late to matter once torch is loaded (a caller that imported it first)
+        thread_policy()
     parser = build_parser()
     args = parser.parse_args(argv)
     # offline by default: nothing below may reach a hub unless a command passes --allow-download
@@ -107,12 +136,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[ANY_BASE_ENV] = "1"
     if not args.debug:
+        # through the environment, read when transformers is first imported: importing it here would cost every
+        # command (``runs list`` included) the seconds of a torch import
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
     from dlmeval import parallel
 
     who = ""

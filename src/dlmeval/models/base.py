@@ -580,13 +580,16 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         inputs_embeds: torch.Tensor | None = None,
         entropy: bool = False,
         top_k: int = 0,
+        max_logprob: bool = False,
         chunk: int = 4096,
         grad: bool = False,
     ) -> PositionScores:
         """Log-probabilities only at ``positions`` (bool ``[B, L]``), the memory-lean path.
 
         ``targets`` (``[B, L]`` long; read only where ``positions``) are the tokens to score; when omitted,
-        ``logprob`` holds the log of the largest probability. The ``[B, L, V]`` float32 tensor is never built:
+        ``logprob`` holds the log of the largest probability. ``max_logprob=True`` also returns the log of the
+        largest probability beside the targets' (calibration reads it); off by default, since a max over the whole
+        vocabulary per position is a measurable share of a scoring pass that DiffScore does not use. The ``[B, L, V]`` float32 tensor is never built:
         hidden states are gathered at the positions (shifted for Dream-style models) and projected in chunks of
         ``chunk`` rows. ``grad=True`` lets gradients flow (to ``inputs_embeds`` or the weights); by default the
         call runs under ``torch.no_grad`` so that scoring never keeps an autograd graph.
@@ -601,6 +604,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
                     inputs_embeds=inputs_embeds,
                     entropy=entropy,
                     top_k=top_k,
+                    max_logprob=max_logprob,
                     chunk=chunk,
                     grad=False,
                 )
@@ -620,8 +624,9 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
             else:
                 z = self._head(out.last_hidden[bi[sl], src[sl]]).float()
             logp = torch.log_softmax(self._vocab_masked(z), dim=-1)
-            m = logp.max(dim=-1).values
-            mx.append(m)
+            m = logp.max(dim=-1).values if (max_logprob or tgt is None) else None
+            if max_logprob:
+                mx.append(m)
             lp.append(logp.gather(1, tgt[sl].unsqueeze(1)).squeeze(1) if tgt is not None else m)
             if entropy:
                 ent.append(-(logp.exp() * logp).sum(-1))
@@ -640,7 +645,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
             if top_k and tids
             else (torch.zeros(0, top_k, dtype=torch.long) if top_k else None),
             top_logprobs=torch.cat(tlps) if top_k and tlps else (torch.zeros(0, top_k) if top_k else None),
-            max_logprob=cat(mx),
+            max_logprob=cat(mx) if max_logprob else None,
         )
 
     # ------------------------------------------------------------------ conveniences

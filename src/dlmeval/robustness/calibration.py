@@ -178,7 +178,7 @@ def dlm_token_probs(
         for r, i in enumerate(batch):
             a, b = spans[i]
             pos[r, off[r] + a : off[r] + b] = True
-        sc = model.score_positions(ids, attn, pos, ids)
+        sc = model.score_positions(ids, attn, pos, ids, max_logprob=True)
         bi = sc.batch_index.cpu().numpy()
         chosen = sc.logprob.double().cpu().numpy()
         mx = sc.max_logprob.double().cpu().numpy()
