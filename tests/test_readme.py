@@ -77,3 +77,18 @@ def test_readme_blocks_run(tmp_path, data_root):
     assert (work / "samples.csv").read_text().splitlines()[0].split(",").count("text") == 1
     assert (work / "items.csv").is_file()
     assert "WARNING:" not in err
+
+
+def test_readme_names_every_family_and_every_guide():
+    """The models table lists each registered family's spec form and stand-in; the documentation list links every
+    guide in docs/ (#36: the newer families and the three pillar guides were missing)."""
+    from dlmeval.models.family import FAMILIES
+
+    text = (ROOT / "README.md").read_text()
+    for fam in FAMILIES.values():
+        form = f"`{fam.prefix}:PATH`" if fam.prefix else f"`{fam.name}`"
+        assert form in text, f"README's models table lacks {form}"
+        if fam.standin:
+            assert f"`{fam.standin}`" in text, f"README's models table lacks the stand-in `{fam.standin}`"
+    for guide in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{guide.name})" in text, f"README's documentation list lacks docs/{guide.name}"
