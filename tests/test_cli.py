@@ -67,6 +67,14 @@ def test_quick_demo_records_a_run_with_its_signature(tmp_path, capsys):
         again["run_id"] == stage["run_id"]
         and again["diffscore_prefers_original"] == stage["diffscore_prefers_original"]
     )
+    # the sample stage: one stored run of the demo's prompts with the readable settings, the same on a rerun
+    first = res["stages"]["sample"]
+    sample = RunStore(store).get_run(first["run_id"])
+    assert sample.signature.kind == "sample" and len(sample.done_keys()) == 3
+    assert sample.signature.config["temperature"] == 1.0 and sample.signature.config["block_length"] == 8
+    assert main(args) == 0
+    third = json.loads(capsys.readouterr().out)["stages"]["sample"]
+    assert third["run_id"] == first["run_id"] and third["distinct_2"] == first["distinct_2"]
 
 
 @pytest.mark.slow
@@ -91,8 +99,8 @@ def test_full_demo_runs_every_pillar_stage_and_reports_them(tmp_path, capsys, mo
     ]
     assert main([*args, "--out", str(tmp_path / "out")]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert list(res["stages"]) == ["sentences", *(name for name, _ in STAGES)]
-    kinds = {"meta-eval": "meta-eval", "Care": "care-sweep", "robustness": "robust-spec"}
+    assert list(res["stages"]) == ["sentences", "sample", *(name for name, _ in STAGES)]
+    kinds = {"meta-eval": "meta-eval", "Care": "care-sweep", "robustness": "robust-spec", "sample": "sample"}
     with RunStore(store, must_exist=True) as st:
         for name, stage in res["stages"].items():
             run = st.get_run(stage["run_id"])
