@@ -103,10 +103,10 @@ def sentence_stage(dlm, ar, store, seed: int, log) -> dict:
     return {"run_id": run.run_id, "signature": run.signature.short(), **summary}
 
 
-# Settings that give readable text on the default model: no token repeated 4+ times in a row and Distinct-2 >= 0.5
-# over 24 webtext prompts (benchmarks/bench_sample_readability.py; MODEL.md "Readable samples"). Greedy decoding
-# (temperature 0) repeats phrases and fills the tail with runs of "."; semi-autoregressive blocks of 8 at
-# temperature 1 with nucleus 0.9 do not.
+# The most readable settings of benchmarks/bench_sample_readability.py's grid on the default model (MODEL.md
+# "Readable samples": Distinct-2 0.81 over 24 webtext prompts, 1 of 24 samples with a token 4 times in a row).
+# Greedy decoding (temperature 0) repeats phrases and fills the tail with runs of "."; semi-autoregressive blocks
+# of 8 at temperature 1 with nucleus 0.9 do so least.
 DEMO_SAMPLE = {"strategy": "none", "temperature": 1.0, "top_p": 0.9, "block_length": 8, "length": 32}
 DEMO_PROMPTS = [
     "The city council met on Monday to discuss",
