@@ -211,7 +211,9 @@ def read_bundle(path: str | Path, *, expect_run: str | None = None) -> Bundle:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
-        raise InputError(f"{path} is not a dlmeval bundle ({e}); export one with `dlmeval runs export`") from None
+        raise InputError(
+            f"{path} is not a dlmeval bundle ({e}); export one with `dlmeval runs export`"
+        ) from None
     with zf:
         texts: dict[str, str] = {}
         for info in zf.infolist():
@@ -230,7 +232,9 @@ def read_bundle(path: str | Path, *, expect_run: str | None = None) -> Bundle:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _refuse(path, "manifest.json is not a dlmeval bundle manifest")
     if manifest.get("version") != VERSION:
-        raise _refuse(path, f"bundle version {manifest.get('version')!r}; this dlmeval reads version {VERSION}")
+        raise _refuse(
+            path, f"bundle version {manifest.get('version')!r}; this dlmeval reads version {VERSION}"
+        )
     rid = str(manifest.get("run_id", ""))
     if expect_run is not None and not rid.startswith(expect_run.lower()):
         raise _refuse(path, f"it holds run {rid}, not run {expect_run}")
@@ -265,7 +269,9 @@ def _read_run(path: Path, manifest: dict[str, Any], texts: dict[str, str], rid: 
     row = _load(path, texts, p + "run.json")
     sig = _load(path, texts, p + "signature.json")
     if row.get("run_id") != rid:
-        raise _refuse(path, f"{p}run.json is run {row.get('run_id')}, not run {rid} (a member of another run)")
+        raise _refuse(
+            path, f"{p}run.json is run {row.get('run_id')}, not run {rid} (a member of another run)"
+        )
     try:
         hashed = Signature.from_dict(sig).run_id
     except (KeyError, TypeError, ValueError) as e:

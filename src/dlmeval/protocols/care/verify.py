@@ -22,7 +22,9 @@ def spec_from_config(config: dict[str, Any]) -> tuple[CareSpec, str]:
     data = cfg.pop("data", {})
     cfg.pop("records", None)
     if "model" not in cfg:
-        raise InputError("the run's configuration names no model: verify a `care` run (one model), not a sweep")
+        raise InputError(
+            "the run's configuration names no model: verify a `care` run (one model), not a sweep"
+        )
     model = cfg.pop("model")
     override = cfg.pop("override", None)
     models = {"diffusion": [model], "evaluator": cfg.pop("evaluator")}
