@@ -13,7 +13,8 @@ timestamps, so the same run exports to the same bytes)::
     runs/<id>/inputs.json         the digests of the inputs the run read (the config's ``data``)
     runs/<id>/code.json           the code identity: dlmeval and library versions, and any source digest the
                                   signature records
-    runs/<id>/environment.json    every opening of the run (time, command line, versions) and the exporting machine
+    runs/<id>/environment.json    every opening of the run (time, command line, versions) and the exporting
+                                  machine's Python and platform
     runs/<id>/items.jsonl         every per-item record: {"key", "result", "written"}, one per line, in key order
     runs/<id>/tables.json         the summary tables as stored
     runs/<id>/warnings.json       the run's warnings
@@ -117,7 +118,6 @@ def _run_members(run: Run) -> tuple[dict[str, str], dict[str, str]]:
             {
                 "sessions": run.sessions(),
                 "exported": {
-                    "at": _now(),
                     "python": platform.python_version(),
                     "machine": platform.machine(),
                     "system": platform.system(),
