@@ -244,7 +244,7 @@ def test_cli_bundle_mistakes_are_one_line(tmp_path, capsys):
     assert main(["--store", store, "runs", "import", str(tmp_path / "junk.zip")]) == 2
     assert "is not a dlmeval bundle" in capsys.readouterr().err
     assert main(["--store", store, "leaderboard", "verify"]) == 2
-    assert "needs a BUNDLE file or a RUN id" in capsys.readouterr().err
+    assert "no pending Care run in" in capsys.readouterr().err
     assert main(["--store", store, "leaderboard", "verify", rid]) == 2
     assert "verification recomputes a 'care' run" in capsys.readouterr().err
     assert run_status(RunStore(store), rid)["status"] == "pending"
@@ -304,12 +304,18 @@ def test_care_tiny_bundle_imports_verifies_and_refuses_a_changed_record(
         data_root,
     )
     assert rc == 0, out
-    assert f"run {rid}: verified" in out and "4 units, max diff 0" in out and "identical bits expected" in out
+    assert f"run {rid}: verified" in out and "4 units, max numeric diff 0, 11 tables recomputed" in out
+    assert "identical bits expected" in out
     with RunStore(empty, must_exist=True) as s:
         st = run_status(s, rid)
         assert st["status"] == "verified"
         ev = st["evidence"]
         assert ev["units"] == 4 and ev["identical"] and ev["largest_difference"] == 0.0
+        assert (
+            len(ev["tables_checked"]) == 11
+            and ev["tables_differ"] == []
+            and ev["not_compared"] == ["seconds"]
+        )
         assert ev["hardware"]["device"] == "cpu" and ev["hardware"]["dtype"] == "float32" and ev["when"]
         vrun = s.get_run(ev["run_id"])
         units = [k for k in vrun.done_keys() if k.startswith("unit/")]
@@ -353,8 +359,28 @@ def test_care_tiny_bundle_imports_verifies_and_refuses_a_changed_record(
     assert f"differs: record {key} field text: stored 'a changed generation'" in out
     with RunStore(forged, must_exist=True) as s:
         st = run_status(s, rid)
-        assert st["status"] == "failed" and len(st["evidence"]["failed_units"]) == 1
+        # the forged generation's chunk, and its cell's summary (recomputed from the stored items: MAUVE moves)
+        assert st["status"] == "failed" and sorted(u[:4] for u in st["evidence"]["failed_units"]) == [
+            "cell",
+            "gen/",
+        ]
         assert st["evidence"]["units"] == st["evidence"]["of_units"] > 4
+
+    # a changed table (the leaderboard reads tables) with its digests rewritten: the table recomputed from the
+    # records differs, whichever units are drawn
+    def table(name: str, text: str) -> str:
+        if not name.endswith("tables.json"):
+            return text
+        d = jsonsafe.loads(text)
+        cols = d["leaderboard"]["columns"]
+        d["leaderboard"]["data"][cols.index("mauve_none")][0] = 0.99
+        return jsonsafe.dumps(d)
+
+    tab = tmp_path / "table.zip"
+    rewrite(b, tab, table)
+    redigest(tab)
+    rc, out, _ = cli(capsys, "--store", tmp_path / "t.sqlite", "leaderboard", "verify", tab, "--sample", 1)
+    assert rc == 1 and "tables that differ from their recomputation: leaderboard" in out
     assert other  # the other model's run stays as it was: pending in the first store
 
 

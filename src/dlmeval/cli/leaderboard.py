@@ -9,7 +9,7 @@ run's signature and its status (``verified``, ``pending``, ``failed``). ``-o NAM
 the bundles.
 
 ``dlmeval leaderboard verify BUNDLE|RUN [--sample N] [--seed S]`` recomputes a seeded sample of a Care run's work
-units (a bundle is imported into the store first) and records the verification with the run
+units (a bundle is imported into the store first; no BUNDLE or RUN: every Care run still pending) and records the verification with the run
 (:mod:`dlmeval.parallel.verify`); it exits 1 when a unit does not reproduce.
 """
 
@@ -97,12 +97,19 @@ def verify(args: argparse.Namespace, targets: list[str]) -> int:
     from dlmeval.store.bundle import import_bundle
     from dlmeval.store.verification import status_line
 
-    if not targets:
-        raise InputError("leaderboard verify needs a BUNDLE file or a RUN id")
     store_arg = getattr(args, "store", None)
     check_writable_store(store_arg)
     results = []
     with RunStore(store_arg) as store:
+        if not targets:  # every Care run of the store that no verification has decided yet
+            from dlmeval.store.verification import run_status
+
+            targets = [r["run_id"] for r in store.list_runs("care")]
+            targets = [t for t in targets if run_status(store, t)["status"] == "pending"]
+            if not targets:
+                raise InputError(
+                    f"no pending Care run in {store.path} to verify; name a BUNDLE file or a RUN id"
+                )
         for t in targets:
             if Path(t).is_file():
                 rid = import_bundle(store, t).run_id
@@ -124,6 +131,11 @@ def verify(args: argparse.Namespace, targets: list[str]) -> int:
             if not getattr(args, "json", False):
                 print(f"run {rid}: " + status_line({"status": res["status"], "evidence": res}))
                 print(f"  tolerance: {res['tolerance']}; recomputed {res['records']} records")
+                keys = res.get("unit_keys", [])
+                more = f", ... {len(keys) - 6} more" if len(keys) > 6 else ""
+                print(f"  units (first key of each): {', '.join(keys[:6])}{more}")
+                if res.get("tables_differ"):
+                    print(f"  tables that differ from their recomputation: {', '.join(res['tables_differ'])}")
                 for d in res["differences"][:10]:
                     print(
                         f"  differs: record {d['key']} field {d['field']}: stored {str(d['stored'])[:60]!r}, "

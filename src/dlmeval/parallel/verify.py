@@ -57,6 +57,12 @@ def hardware(device: str, dtype: str) -> dict[str, Any]:
     return out
 
 
+def _without(rec: Any, fields: Sequence[str]) -> Any:
+    if not isinstance(rec, Mapping) or not fields:
+        return rec
+    return {k: v for k, v in rec.items() if k not in fields}
+
+
 def sample_units(chunks: Sequence[Chunk], n: int, seed: int, run_id: str) -> list[Chunk]:
     """``n`` of ``chunks`` (all when fewer), drawn by a generator seeded by (seed, run id), in chunk order."""
     import numpy as np
@@ -80,9 +86,13 @@ def verify_units(
     exact: bool,
     identities: Sequence[Any] = (),
     progress: bool = False,
+    ignore: Sequence[str] = (),
+    tables: Callable[[], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Recompute ``sample`` of the run's complete ``chunks`` and compare; returns the verification's summary
-    (also stored as the ``summary`` record of its ``verify`` run, whose status it sets)."""
+    (also stored as the ``summary`` record of its ``verify`` run, whose status it sets). ``ignore``: top-level
+    record fields never compared (timings); ``tables()``: a check of the run's tables, ``{"checked": [names],
+    "differ": [names]}`` (a differing table fails the verification)."""
     done = run.done_keys()
     complete = [c for c in chunks if c.keys and all(k in done for k in c.keys)]
     if not complete:
@@ -103,7 +113,10 @@ def verify_units(
         new = list(recompute(c))
         if len(new) != len(c.keys):
             raise RuntimeError(f"recomputed {len(new)} records for {len(c.keys)} keys")
-        res = [(k, compare_records(run.get(k), r, **tol)) for k, r in zip(c.keys, new)]
+        res = [
+            (k, compare_records(_without(run.get(k), ignore), _without(r, ignore), **tol))
+            for k, r in zip(c.keys, new)
+        ]
         diffs = [{"key": k, **d} for k, r in res for d in r["diffs"]]
         return [
             {
@@ -122,12 +135,14 @@ def verify_units(
     if summary is None:
         recs = [vrun.get(w.keys[0]) for w in work]
         failed = [w.meta.keys[0] for w, r in zip(work, recs) if not r["ok"]]
+        checked = dict(tables()) if tables is not None else {"checked": [], "differ": []}
         summary = {
-            "status": "failed" if failed else "verified",
+            "status": "failed" if failed or checked["differ"] else "verified",
             "when": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "hardware": dict(hw),
             "units": len(picked),
             "of_units": len(complete),
+            "unit_keys": [c.keys[0] for c in picked],
             "records": sum(len(r["keys"]) for r in recs),
             "identical": all(r["identical"] for r in recs),
             "largest_difference": max(r["max_abs_diff"] for r in recs),
@@ -136,6 +151,9 @@ def verify_units(
             else f"floats within rtol={tol['rtol']:g}, atol={tol['atol']:g}; texts and counts exact "
             "(other device, dtype or torch than recorded)",
             "failed_units": failed,
+            "tables_checked": list(checked["checked"]),
+            "tables_differ": list(checked["differ"]),
+            "not_compared": list(ignore),
             "differences": [d for r in recs for d in r["diffs"]][:MAX_DIFFS],
         }
         vrun.put("summary", summary)

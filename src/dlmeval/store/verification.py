@@ -90,7 +90,8 @@ def run_status(store, run_id: str) -> dict[str, Any]:
 
 
 def status_line(st: dict[str, Any]) -> str:
-    """One line for a status: ``verified 2026-12-03 (cpu float32, 4 units, max diff 0)``."""
+    """One line for a status: ``verified 2026-12-03 (cpu float32, 4 units, max numeric diff 0, 11 tables
+    recomputed)``."""
     e = st.get("evidence")
     if not e:
         return st["status"]
@@ -98,10 +99,13 @@ def status_line(st: dict[str, Any]) -> str:
     when = str(e.get("when", ""))[:10]
     line = (
         f"{st['status']} {when} ({hw.get('device', '?')} {hw.get('dtype', '?')}, {e.get('units', '?')} units, "
-        f"max diff {e.get('largest_difference', float('nan')):.3g})"
+        f"max numeric diff {e.get('largest_difference', float('nan')):.3g}, "
+        f"{len(e.get('tables_checked') or [])} tables recomputed)"
     )
     if e.get("failed_units"):
-        line += " failed: " + ", ".join(e["failed_units"][:3])
+        line += " failed units: " + ", ".join(e["failed_units"][:3])
+    if e.get("tables_differ"):
+        line += " tables differ: " + ", ".join(e["tables_differ"])
     return line
 
 

@@ -202,6 +202,12 @@ def _tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd
     return ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
 
 
+def model_tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
+    """The tables of a run from its cell and downstream rows (as :func:`run_care` puts them on each model's run;
+    verification recomputes them from the stored records)."""
+    return _tables(spec, cells, down)
+
+
 class NoEvaluators:
     """Stands in for :class:`Evaluators` when no cell is generated: nothing loaded, no identity in the runs."""
 
@@ -345,6 +351,7 @@ __all__ = [
     "SWEEP_KIND",
     "CareResult",
     "load_tables",
+    "model_tables",
     "run_care",
     "run_model",
     "run_shard",
