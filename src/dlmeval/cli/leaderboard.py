@@ -122,6 +122,7 @@ def verify(args: argparse.Namespace, targets: list[str]) -> int:
                 sample=args.sample,
                 seed=args.seed,
                 device=args.device,
+                dtype=args.dtype,
                 data_dir=args.data_dir,
                 allow_download=args.allow_download,
                 trust_remote_code=args.trust_remote_code,

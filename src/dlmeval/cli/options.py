@@ -6,7 +6,7 @@ group                       flags (commands)
 :func:`add_model_args`      ``--model`` (score, sample, train, meta-eval)
 :func:`add_runtime_group`   ``--device`` [``--evaluator-device``], ``--dtype``, ``--trust-remote-code``,
                             ``--allow-download``, ``--seed`` (score, sample, care, robust, meta-eval, train,
-                            check-model, demo); :func:`add_seed_arg` alone: perturb
+                            check-model, demo, leaderboard verify); :func:`add_seed_arg` alone: perturb
 :func:`add_estimator_group` ``--preset``, ``--fast``, ``--masks/-K``, ``--rates/-T``, ``--scheme``,
                             ``--weighting`` (score, meta-eval); choices from :mod:`dlmeval.scoring.names`
 :func:`add_batching_args`   ``--batch-size``, ``--max-tokens`` for DiffScore's forward passes (score, meta-eval)

@@ -53,6 +53,7 @@ def verify_care_run(
     sample: int = 4,
     seed: int = 0,
     device: str | None = "auto",
+    dtype: str | None = None,
     data_dir=None,
     allow_download: bool = False,
     trust_remote_code: bool = False,
@@ -61,7 +62,8 @@ def verify_care_run(
 ) -> dict[str, Any]:
     """Recompute ``sample`` work units of the ``care`` run ``run`` (item chunks and cell summaries) and compare,
     and recompute its tables from its records (see the module docstring).
-    ``model``: the already loaded model (else loaded from the run's model spec, in its recorded dtype)."""
+    ``model``: the already loaded model (else loaded from the run's model spec, in ``dtype``, by default the
+    recorded one: another dtype is verified within the cross-hardware tolerance)."""
     from dlmeval.models import load_diffusion
     from dlmeval.parallel import fixed_chunks
     from dlmeval.parallel.verify import hardware, verify_units
@@ -89,12 +91,19 @@ def verify_care_run(
         model = load_diffusion(
             model_spec,
             device=device,
-            dtype=dtype_of(recorded),
+            dtype=dtype if dtype not in (None, "auto") else dtype_of(recorded),
             trust_remote_code=trust_remote_code,
             allow_download=allow_download,
         )
     ident = model.identity().as_dict()
-    if ident.get("weights_sha256") != recorded.get("weights_sha256"):
+    # the weights hash covers the tensors' dtype: in another dtype only the checkpoint's source can be compared
+    same_dtype = ident.get("dtype") == recorded.get("dtype")
+    if not same_dtype and ident.get("source") != recorded.get("source"):
+        raise InputError(
+            f"model {model_spec} loads from {ident.get('source')}, not the {recorded.get('source')} run "
+            f"{run.run_id} recorded; verify with the same checkpoint"
+        )
+    if same_dtype and ident.get("weights_sha256") != recorded.get("weights_sha256"):
         raise InputError(
             f"model {model_spec} has weights {str(ident.get('weights_sha256'))[:12]}, not the "
             f"{str(recorded.get('weights_sha256'))[:12]} run {run.run_id} recorded; verify with the same weights"
