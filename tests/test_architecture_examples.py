@@ -28,7 +28,7 @@ KINDS = (
     "command",
 )
 #: the blocks that load a model or run a protocol (5 to 15 s each on two cores): the slow suite
-SLOW = {"strategy", "model family", "benchmark", "metric family", "probe"}
+SLOW = {"strategy", "model family", "benchmark", "metric family", "probe", "toy family"}
 
 
 def blocks(text: str) -> list[tuple[str, str]]:

@@ -14,7 +14,17 @@ import pytest
 from dlmeval.cli.main import build_parser
 
 CLI = Path(__file__).resolve().parents[1] / "src" / "dlmeval" / "cli"
-RUNTIME_COMMANDS = {"score", "sample", "care", "robust", "meta-eval", "train", "check-model", "demo"}
+RUNTIME_COMMANDS = {
+    "score",
+    "sample",
+    "care",
+    "robust",
+    "meta-eval",
+    "train",
+    "check-model",
+    "demo",
+    "leaderboard",
+}
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -11,7 +11,13 @@ import argparse
 import dataclasses
 
 from dlmeval.cli.common import emit, run_in_store, run_lines
-from dlmeval.cli.options import add_batching_args, add_runtime_group, capped_batch
+from dlmeval.cli.options import (
+    add_batching_args,
+    add_runtime_group,
+    add_shard_arg,
+    capped_batch,
+    parse_shard,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plan", action="store_true", help="print the cells and predicted forward passes, run nothing"
     )
+    add_shard_arg(p)
     add_runtime_group(
         p, evaluators="the evaluator models (the PPL model and the MAUVE featurizer)", from_spec=True
     )
@@ -205,6 +212,25 @@ def run(args: argparse.Namespace) -> int:
     from dlmeval.protocols.care.prompts import data_identity
 
     data_identity(spec, args.data_dir, allow_download=args.allow_download)
+    shard = parse_shard(getattr(args, "shard", None))
+    if shard is not None:
+        import functools
+
+        res = run_in_store(args, functools.partial(run_care, shard=shard), spec, out)
+        runs = ", ".join(f"{m} {r}" for m, r in res.model_runs.items())
+        emit(
+            args,
+            {
+                "spec": spec.name,
+                "shard": list(shard),
+                "model_runs": res.model_runs,
+                "signature": res.signature,
+            },
+            f"shard {shard[0]}/{shard[1]} of {spec.name}: runs {runs}\n"
+            "next: `dlmeval runs export RUN --bundle FILE` for each run, `dlmeval runs import FILE` into one store, "
+            f"then `dlmeval care {args.spec}` there (without --shard) for the summaries and tables",
+        )
+        return 0
     res = run_in_store(args, run_care, spec, out)
     from dlmeval.store import frame_records
 

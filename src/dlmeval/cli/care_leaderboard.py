@@ -17,6 +17,8 @@ def _spec(args):
     from dlmeval.protocols.care.leaderboard import load_leaderboard
 
     spec = load_leaderboard(args.spec)
+    if getattr(args, "shard", None):
+        raise InputError("--shard applies to a Care sweep spec; a leaderboard spec runs its rows whole")
     if getattr(args, "models", None):
         raise InputError("--models does not apply to a leaderboard spec: its models are its [[rows]]")
     gen = dict(spec.raw.get("generation", {}))

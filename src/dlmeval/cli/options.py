@@ -6,11 +6,12 @@ group                       flags (commands)
 :func:`add_model_args`      ``--model`` (score, sample, train, meta-eval)
 :func:`add_runtime_group`   ``--device`` [``--evaluator-device``], ``--dtype``, ``--trust-remote-code``,
                             ``--allow-download``, ``--seed`` (score, sample, care, robust, meta-eval, train,
-                            check-model, demo); :func:`add_seed_arg` alone: perturb
+                            check-model, demo, leaderboard verify); :func:`add_seed_arg` alone: perturb
 :func:`add_estimator_group` ``--preset``, ``--fast``, ``--masks/-K``, ``--rates/-T``, ``--scheme``,
                             ``--weighting`` (score, meta-eval); choices from :mod:`dlmeval.scoring.names`
 :func:`add_batching_args`   ``--batch-size``, ``--max-tokens`` for DiffScore's forward passes (score, meta-eval)
                             or for generation (sample, care)
+:func:`add_shard_arg`       ``--shard I/N``: an independent job's part of the work (care)
 ==========================  ===================================================================================
 
 A command passes only what truly differs: whether ``--seed`` replaces a spec's seed (care, robust: default None)
@@ -183,6 +184,33 @@ def add_batching_args(g, kind: str, *, batch_size: int | None = None, default_he
         help=rows + (f"; {default_help}" if default_help else ""),
     )
     g.add_argument("--max-tokens", type=int, default=None, help=tokens)
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N`` (None stays None)."""
+    if text is None:
+        return None
+    i, sep, n = str(text).partition("/")
+    try:
+        if not sep:
+            raise ValueError
+        shard = (int(i), int(n))
+    except ValueError:
+        raise InputError(f"--shard takes I/N (part I of N, from 0), e.g. 0/4; got {text!r}") from None
+    if shard[1] < 1 or not 0 <= shard[0] < shard[1]:
+        raise InputError(f"--shard {text}: I must be in 0..N-1 and N at least 1, e.g. 0/4")
+    return shard
+
+
+def add_shard_arg(g) -> None:
+    g.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="compute only part I of N of the generations (independent jobs, e.g. a SLURM array, each with its "
+        "own store): export each job's runs with `runs export --bundle`, import them into one store, then rerun "
+        "without --shard there for the summaries and tables",
+    )
 
 
 def capped_batch(batch_size: int, max_tokens: int | None, width: int) -> int:

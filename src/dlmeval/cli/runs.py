@@ -1,8 +1,10 @@
-"""``dlmeval runs list|show|export``: look into the run store.
+"""``dlmeval runs list|show|export|import``: look into the run store, and hand runs to other stores.
 
 * ``list``                      one line per run: id, kind, models, created, status, items done
 * ``show RUN``                  the full signature, sessions, warnings and summary tables of a run
 * ``export RUN -o PATH``        per-item results (or ``--table NAME``) as CSV, or everything as JSON
+* ``export RUN --bundle FILE``  the run as a self-describing, tamper-evident bundle (:mod:`dlmeval.store.bundle`)
+* ``import FILE``               load a bundle into the store (refused, naming the record, when it was changed)
 
 ``RUN`` is a run id, any unique prefix of one, or ``last`` (the run written last). JSON exports are strict JSON: a non-finite float is written as
 ``{"$float": "nan"}`` (``"inf"``, ``"-inf"``); ``dlmeval.store.jsonsafe.loads`` reads them back.
@@ -59,7 +61,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     pe.add_argument("-o", "--output", default="-", help="output file ('-' = stdout, the default)")
     pe.add_argument("--table", default=None, help="export this summary table instead of the per-item results")
+    pe.add_argument(
+        "--bundle",
+        default=None,
+        metavar="FILE",
+        help="write the whole run (signature, spec, code identity, environment, every record, input digests, "
+        "tables, verifications) as one bundle (a zip of JSON members with a manifest of digests)",
+    )
     common(pe)
+    pi = sub.add_parser("import", help="load a run bundle (runs export --bundle) into the store")
+    pi.add_argument(
+        "bundle", metavar="FILE", help="a bundle written by `dlmeval runs export RUN --bundle FILE`"
+    )
+    pi.add_argument("--run", default=None, help="refuse the bundle unless it holds this run (id or prefix)")
+    common(pi)
     p.set_defaults(func=run, runs_action=None)
 
 
@@ -69,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     as_json = bool(getattr(args, "json", False))
     if action == "list":
         return _list(store_arg, getattr(args, "kind", None), as_json)
+    if action == "import":
+        return _import(store_arg, args.bundle, args.run, as_json)
     with RunStore(store_arg, must_exist=True) as store:
         r = store.get_run(_latest(store) if args.run == "last" else args.run)
         if action == "show":
@@ -190,7 +207,49 @@ def _items_with_texts(r):
     return df
 
 
+def _import(store_arg: str | None, path: str, expect: str | None, as_json: bool) -> int:
+    from dlmeval.store.access import check_writable_store
+    from dlmeval.store.bundle import import_bundle
+
+    check_writable_store(store_arg)
+    with RunStore(store_arg) as store:
+        done = import_bundle(store, path, expect_run=expect)
+        if as_json:
+            print(json.dumps({"store": str(store.path), "run_id": done.run_id, "runs": done.runs}))
+            return 0
+        for rid, n in done.runs.items():
+            kind = store.get_run(rid).signature.kind
+            print(
+                f"run {rid} ({kind}): {n['added']} records added, {n['present']} already present, "
+                f"{n['tables']} tables added"
+            )
+        print(f"imported {path} into {store.path}" + ("" if done.added else " (nothing new)"))
+    return 0
+
+
+def _bundle(r, path: str, as_json: bool) -> int:
+    from dlmeval.store.bundle import export_bundle
+
+    manifest = export_bundle(r, path)
+    n = sum(len(d) for d in manifest["records"].values())
+    if as_json:
+        print(json.dumps({"run_id": r.run_id, "path": path, "runs": manifest["runs"], "records": n}))
+    else:
+        extra = len(manifest["runs"]) - 1
+        print(
+            f"wrote bundle of run {r.run_id} ({len(manifest['records'][r.run_id])} records"
+            + (f"; with {extra} verification run(s)" if extra else "")
+            + f") to {path}"
+        )
+        print(f"signature: {r.signature.short()}")
+    return 0
+
+
 def _export(r, args: argparse.Namespace, as_json: bool) -> int:
+    if args.bundle:
+        if args.output != "-" or args.table or args.format:
+            raise InputError("--bundle writes the whole run: leave out -o, --table and --format")
+        return _bundle(r, args.bundle, as_json)
     out = args.output
     fmt = args.format or ("json" if out != "-" and Path(out).suffix.lower() == ".json" else "csv")
     if fmt == "json":

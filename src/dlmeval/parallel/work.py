@@ -100,13 +100,19 @@ def work_loop(
     progress: bool = False,
     done: Container[str] | Callable[[str], bool] | None = None,
     timed: bool = False,
+    shard: tuple[int, int] | None = None,
 ) -> WorkDone:
     """Compute, write and sync every pending chunk of ``chunks`` (see the module docstring).
 
     ``compute(chunk)`` returns the chunk's records: a list aligned with ``chunk.keys``, or ``{key: record}`` for
     every key. ``done``: the keys already done (a set, or a predicate; default ``run.done_keys()``), for a caller
     that also recomputes records lacking a field. ``run=None``: nothing is stored, every rank receives every
-    record in :attr:`WorkDone.records`. Every rank must call it with the same chunks."""
+    record in :attr:`WorkDone.records`. Every rank must call it with the same chunks.
+
+    ``shard = (i, n)``: an independent job's part of the work (``--shard i/n``: a SLURM array, two machines with
+    their own stores): only every ``n``-th chunk of ``chunks`` starting at ``i`` is considered, chosen on the full
+    list (never on what is pending), so the ``n`` jobs partition the work and their bundles merge into the run a
+    single job writes (:mod:`dlmeval.store.bundle`)."""
     from dlmeval.parallel.context import current
     from dlmeval.parallel.progress import job_progress
     from dlmeval.parallel.store import run_context, sync
@@ -115,6 +121,10 @@ def work_loop(
     if done is None:
         done = run.done_keys() if run is not None else ()
     is_done = _is_done(done)
+    if shard is not None:
+        from dlmeval.store.shard import shard as part
+
+        chunks = part(chunks, *shard)
     pending = [c for c in chunks if not all(is_done(k) for k in c.keys)]
     out = WorkDone(len(pending), sum(c.units for c in pending))
     mine: dict[str, dict[str, Any]] = {}

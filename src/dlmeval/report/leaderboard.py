@@ -9,6 +9,7 @@ Usage (not run here: it reads the user's store and writes files)::
     write_leaderboard(RunStore(), "leaderboard", formats=("html", "md", "csv"))
 
 
+Every row has a ``status``: ``verified``, ``pending`` or ``failed`` (:mod:`dlmeval.store.verification`).
 Rows come from the ``leaderboard`` and ``nfe`` tables of ``care`` runs (one model each); a ``care-sweep`` run adds
 rows only for models no ``care`` run of the same spec provides. Rows are ranked by the baseline's MAUVE (higher is
 better), ties by the smaller gap. Rows made under different headline settings (steps, temperature, source) sit in
@@ -107,6 +108,7 @@ MEASURES = (
 )
 COLUMNS = (
     "rank",
+    "status",
     "model",
     "weights",
     "source",
@@ -124,6 +126,7 @@ COLUMNS = (
 def leaderboard_frame(store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per (Care run, source) with the columns of :data:`COLUMNS` (numbers unrounded)."""
     from dlmeval.report.html import _open_store, fold_runs, select_runs
+    from dlmeval.store.verification import run_status
 
     store, close = _open_store(store)
     try:
@@ -134,6 +137,9 @@ def leaderboard_frame(store, run_ids: Sequence[str] | None = None) -> pd.DataFra
         rows = []
         for r in runs:
             rows += [x for x in _rows(r) if (r.run_id, x["model"]) not in covered]
+        status = {rid: run_status(store, rid)["status"] for rid in {x["run_id"] for x in rows}}
+        for x in rows:
+            x["status"] = status[x["run_id"]]
     finally:
         if close:
             store.close()
@@ -154,7 +160,9 @@ CAPTION = (
     "unmask temperature t; means over seeds, English-filtered generations), interaction gap = MAUVE(baseline) - "
     "MAUVE(strategy) with its paired SE and p over seeds, PPL by the external AR evaluator, actual NFE per sample "
     "at the headline steps, downstream HumanEval pass@1, GSM8K exact match and ARC accuracy (log-likelihood). "
-    "Ranked by the baseline's MAUVE; ties by the smaller gap."
+    "Ranked by the baseline's MAUVE; ties by the smaller gap. Status: verified (a seeded sample of the run's "
+    "work units recomputed and matched: `dlmeval leaderboard verify`), pending (not verified yet) or failed (a "
+    "recomputed unit did not match)."
 )
 
 

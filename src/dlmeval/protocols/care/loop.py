@@ -42,7 +42,13 @@ class Unit:
 
 
 def run_units(
-    run, units: Sequence[Unit], *, say: Callable[[str], None], progress: bool = False, label: str = ""
+    run,
+    units: Sequence[Unit],
+    *,
+    say: Callable[[str], None],
+    progress: bool = False,
+    label: str = "",
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, list[dict]]:
     """Compute every unit's missing records into ``run`` (its missing item chunks, then its summary) and read
     the rest back; returns the table rows of all units, per ``Unit.table``, in unit order.
@@ -50,7 +56,11 @@ def run_units(
     Two phases, so that a data-parallel job (``torchrun``) splits both: every pending item chunk of every unit,
     shared among the ranks; then every pending summary, shared likewise (a summary reads all its unit's items,
     which every rank holds after the sync). Records never depend on the phase order or on which rank computed
-    them. Units sharing a summary key (a cell provably identical to an earlier one) are computed once."""
+    them. Units sharing a summary key (a cell provably identical to an earlier one) are computed once.
+
+    ``shard = (i, n)`` (``--shard i/n``): only this job's part of the item chunks (:func:`work_loop`), and no
+    summary (it reads items other jobs compute): returns ``{}``; the run is completed by rerunning the command
+    without ``--shard`` on the store the jobs' bundles were imported into."""
     from dlmeval.parallel import Chunk, fixed_chunks, run_context, work_loop
 
     par = run_context(run)
@@ -73,7 +83,10 @@ def run_units(
         progress=progress,
         done=done,
         timed=True,
+        shard=shard,
     )
+    if shard is not None:
+        return {}
 
     # phase 2: the summaries. A unit's seconds: the generation time of all its chunks, on whichever ranks ran
     # them, plus its summary

@@ -68,11 +68,13 @@ def run_care(
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
     models: Mapping[str, Any] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> CareResult:
     """Run (or resume) the whole sweep of ``spec`` into ``store``; returns the tables over all models.
 
     ``models`` maps a model spec string (a sampled model or the evaluator) to an already loaded model; other
-    models are loaded from their spec strings."""
+    models are loaded from their spec strings. ``shard = (i, n)``: an independent job's part of every model's
+    generations (:func:`run_shard`): no summaries, tables or sweep run."""
     models = dict(models or {})
     from dlmeval.models import load_diffusion
 
@@ -97,6 +99,20 @@ def run_care(
 
         require_isolation()  # a sandbox that would refuse HumanEval code fails before any run opens
 
+    def load(model_spec: str):
+        return load_diffusion(
+            model_spec,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            allow_download=allow_download,
+        )
+
+    if shard is not None:
+        return run_shard(
+            spec, store, shard, load, metrics, data, data_dir, models, command_line, progress, say
+        )
+
     def compute(model_spec: str, model, run) -> tuple[list[dict], list[dict]]:
         cells, down = run_model(
             spec, model_label(model_spec), model, run, metrics, data_dir, progress, say, model_spec=model_spec
@@ -109,13 +125,7 @@ def run_care(
         Hooks(
             kind=RUN_KIND,
             whole_kind=SWEEP_KIND,
-            load=lambda model_spec: load_diffusion(
-                model_spec,
-                device=device,
-                dtype=dtype,
-                trust_remote_code=trust_remote_code,
-                allow_download=allow_download,
-            ),
+            load=load,
             config=lambda model_spec: {**spec.config(model_spec), "data": data},
             compute=compute,
             whole_config={**spec.config(), "data": data},
@@ -147,8 +157,55 @@ def run_care(
     )
 
 
+def run_shard(
+    spec, store, shard, load, metrics, data, data_dir, models, command_line, progress, say
+) -> CareResult:
+    """Part ``i`` of ``n`` of every model's generations (``--shard i/n``), each into the model's own run (the
+    run a single job opens: the shard is not part of the signature); the run finishes as ``shard i/n``. Importing
+    the ``n`` jobs' bundles into one store and rerunning the command there without ``--shard`` computes the
+    summaries and tables from the merged records."""
+    from dlmeval.store.shard import shard as check
+
+    check((), *shard)  # validates i and n
+    out = CareResult(spec)
+    for model_spec in spec.models:
+        model = models[model_spec] if model_spec in models else load(model_spec)
+        run = store.open_run(
+            RUN_KIND,
+            {**spec.config(model_spec), "data": data},
+            [model.identity(), *metrics.identities()],
+            seed=spec.seed,
+            command_line=command_line,
+        )
+        out.model_runs[model_spec] = run.run_id
+        say(f"care: model {model_spec} shard {shard[0]}/{shard[1]} -> run {run.run_id}")
+        run_model(
+            spec,
+            model_label(model_spec),
+            model,
+            run,
+            metrics,
+            data_dir,
+            progress,
+            say,
+            model_spec=model_spec,
+            shard=shard,
+        )
+        run.finish(f"shard {shard[0]}/{shard[1]}")
+        out.signature = run.signature.short()
+        out.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
+        del model
+    return out
+
+
 def _tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
     return ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
+
+
+def model_tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
+    """The tables of a run from its cell and downstream rows (as :func:`run_care` puts them on each model's run;
+    verification recomputes them from the stored records)."""
+    return _tables(spec, cells, down)
 
 
 class NoEvaluators:
@@ -164,7 +221,17 @@ def _labelled(spec: CareSpec) -> CareSpec:
 
 
 def run_model(
-    spec, label, model, run, metrics, data_dir, progress, say, *, model_spec: str | None = None
+    spec,
+    label,
+    model,
+    run,
+    metrics,
+    data_dir,
+    progress,
+    say,
+    *,
+    model_spec: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Every record of one model in ``run``: the sweep cells (:func:`sweep_units`), then the downstream checks
     (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
@@ -174,7 +241,7 @@ def run_model(
     units = sweep_units(spec, label, model, prompts, metrics, model_spec=model_spec)
     if spec.downstream.enabled:
         units += downstream_units(spec, label, model, data_dir, model_spec=model_spec)
-    rows = run_units(run, units, say=say, progress=progress, label=label)
+    rows = run_units(run, units, say=say, progress=progress, label=label, shard=shard)
     return rows.get("cells", []), rows.get("down", [])
 
 
@@ -284,8 +351,10 @@ __all__ = [
     "SWEEP_KIND",
     "CareResult",
     "load_tables",
+    "model_tables",
     "run_care",
     "run_model",
+    "run_shard",
     "sweep_units",
     "write_tables",
 ]
