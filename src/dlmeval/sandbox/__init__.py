@@ -44,13 +44,16 @@ PYTHON_ENV = _la.PYTHON_ENV
 class ExecResult:
     """Outcome of one sandboxed execution."""
 
-    status: str  # "passed" (exit 0), "failed" (non-zero exit), "timeout", "killed" (signal: memory, CPU, ...)
+    # "passed" (exit 0 and the program reached its end), "failed" (non-zero exit, or an exit before the end),
+    # "timeout", "killed" (signal: memory, CPU, ...)
+    status: str
     returncode: int | None
     duration_s: float
     stdout: str
     stderr: str
     isolation: str  # the launcher and the layers that held, e.g. "bwrap:fs+netns+pidns+nproc+nobody+audit"
     interpreter: str = ""  # the Python that ran the code
+    reached_end: bool | None = None  # the run's end token came back (the program ran to its last line)
 
     @property
     def passed(self) -> bool:
@@ -70,9 +73,12 @@ def _cfg(memory_mb: int, timeout_s: float, file_size_mb: int, audit: bool) -> di
     }
 
 
-def _spawn(code: str, cfg: dict, seccomp: bool = True, timeout_s: float = 20.0) -> _la.Spawned:
+def _spawn(
+    code: str, cfg: dict, seccomp: bool = True, timeout_s: float = 20.0, end_token: bool = False
+) -> _la.Spawned:
     bpf = filter_program() if seccomp else None
-    return _la.spawn(_la.launcher(), BOOTSTRAP, code, cfg, timeout_s, bpf, 4 * cfg["fsize_bytes"] + (8 << 20))
+    tmpfs = 4 * cfg["fsize_bytes"] + (8 << 20)
+    return _la.spawn(_la.launcher(), BOOTSTRAP, code, cfg, timeout_s, bpf, tmpfs, end_token)
 
 
 @functools.cache
@@ -133,6 +139,9 @@ def run_python(
 ) -> ExecResult:
     """Run the Python source ``code`` in the sandbox (see the module docstring).
 
+    ``passed`` needs exit status 0 and the run's end token (:mod:`dlmeval.sandbox.bootstrap`): the program ran to
+    its last line. A ``SystemExit`` before the end gives status ``failed`` with return code 1.
+
     ``audit_hook=False`` leaves the defence-in-depth hook out (to test the operating-system layers on their own).
     ``unsafe``: run even where required layers did not hold (default: ``DLMEVAL_SANDBOX_UNSAFE``); otherwise that
     case raises :class:`~dlmeval.errors.SandboxError`.
@@ -146,7 +155,9 @@ def run_python(
     if file_size_mb < 1:
         raise InputError(f"file_size_mb must be at least 1, got {file_size_mb!r}")
     require_isolation(unsafe)
-    s = _spawn(code, _cfg(memory_mb, timeout_s, file_size_mb, audit_hook), timeout_s=timeout_s)
+    s = _spawn(
+        code, _cfg(memory_mb, timeout_s, file_size_mb, audit_hook), timeout_s=timeout_s, end_token=True
+    )
     return ExecResult(
         status=s.status,
         returncode=s.returncode,
@@ -155,12 +166,18 @@ def run_python(
         stderr=s.stderr,
         isolation=isolation_label(audit_hook),
         interpreter=_la.launcher().python,
+        reached_end=s.reached_end,
     )
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """The program that checks one HumanEval completion: prompt + completion, the test code, ``check(entry)``
-    (the layout of openai/human-eval's ``check_correctness``)."""
+    (the layout of openai/human-eval's ``check_correctness``).
+
+    It passes only when it runs to its end (:func:`run_python`'s end token): openai/human-eval's
+    ``unsafe_execute`` records "passed" only after ``exec`` of this program returned, counts a ``SystemExit``
+    (``sys.exit(0)``, ``exit()``) as "failed: ..." (it catches ``BaseException``) and a child that died
+    (``os._exit(0)``, a signal) as "timed out" (no result came back), so none of them passes there either."""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -159,6 +160,7 @@ class Spawned:
     duration_s: float
     stdout: str
     stderr: str
+    reached_end: bool | None = None  # the end token came back (None: not asked for)
 
 
 def spawn(
@@ -169,8 +171,62 @@ def spawn(
     timeout_s: float,
     seccomp: bytes | None,
     tmpfs_bytes: int,
+    end_token: bool = False,
 ) -> Spawned:
-    """Run ``code`` under ``bootstrap`` with launcher ``la`` and collect what it did."""
+    """Run ``code`` under ``bootstrap`` with launcher ``la`` and collect what it did.
+
+    ``end_token``: the run passes only when the program reached its end. A fresh random token
+    (:func:`secrets.token_hex`) goes to the child through a pipe (never in its source, argv, environment or a
+    file); the bootstrap reads it before the code runs and writes it to a second pipe only after the whole program
+    returned (:mod:`dlmeval.sandbox.bootstrap`); ``passed`` needs exit status 0 *and* exactly that token back."""
+    cfg = dict(cfg)
+    token = secrets.token_hex(16).encode("ascii") if end_token else None
+    fds: list[int] = []  # the child's ends of the token pipes: closed here once it started
+    mine: list[int] = []  # this process's ends
+    if token is not None:
+        tin_r, tin_w = os.pipe()
+        out_r, out_w = os.pipe()
+        os.write(tin_w, token)
+        os.close(tin_w)  # the child reads the token and then end of file
+        fds, mine = [tin_r, out_w], [out_r]
+        cfg["token_in"], cfg["token_out"] = tin_r, out_w
+    try:
+        s = _spawn_in_dir(la, bootstrap, code, cfg, timeout_s, seccomp, tmpfs_bytes, tuple(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if token is None:
+        return s
+    try:
+        back = _read_available(mine[0], 4 * len(token))
+    finally:
+        os.close(mine[0])
+    reached = back == token
+    if s.status == "passed" and not reached:
+        note = "the program did not reach its end (it exited before `check` returned, or its end token was wrong)"
+        return Spawned(
+            "failed", s.returncode, s.duration_s, s.stdout, (s.stderr + "\n" + note).lstrip(), False
+        )
+    return Spawned(s.status, s.returncode, s.duration_s, s.stdout, s.stderr, reached)
+
+
+def _read_available(fd: int, limit: int) -> bytes:
+    """What is in the pipe ``fd`` now, at most ``limit`` bytes (never waits: a grandchild may hold its write
+    end)."""
+    os.set_blocking(fd, False)
+    out = b""
+    while len(out) <= limit:
+        try:
+            part = os.read(fd, limit + 1 - len(out))
+        except BlockingIOError:
+            break
+        if not part:
+            break
+        out += part
+    return out
+
+
+def _spawn_in_dir(la, bootstrap, code, cfg, timeout_s, seccomp, tmpfs_bytes, extra_fds) -> Spawned:
     with tempfile.TemporaryDirectory(prefix="dlmeval-sandbox-") as tmp:
         boot, sol = os.path.join(tmp, "_bootstrap.py"), os.path.join(tmp, "solution.py")
         with open(boot, "w", encoding="utf-8") as f:
@@ -180,14 +236,14 @@ def spawn(
         if la.drop:  # the child (nobody) owns its directory and nothing else
             for path in (tmp, boot, sol):
                 os.chown(path, NOBODY, NOBODY)
-        pass_fds: tuple[int, ...] = ()
+        pass_fds: tuple[int, ...] = tuple(extra_fds)
         sfd = None
         if la.kind == "bwrap":
             if seccomp is not None:
                 sfd = os.memfd_create("dlmeval-seccomp", 0)
                 os.write(sfd, seccomp)
                 os.lseek(sfd, 0, os.SEEK_SET)
-                pass_fds = (sfd,)
+                pass_fds += (sfd,)
             argv = bwrap_argv(shutil.which("bwrap") or "bwrap", tmpfs_bytes, sfd)
             argv += ["--ro-bind", boot, "/tmp/_bootstrap.py", "--ro-bind", sol, "/tmp/solution.py", "--"]
             argv += [la.python, *CHILD_FLAGS, "/tmp/_bootstrap.py", json.dumps(cfg), "/tmp/solution.py"]
