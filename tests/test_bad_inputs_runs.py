@@ -30,7 +30,9 @@ def _texts(path: Path, n: int = 200, seed: int = 0) -> Path:
     """``n`` texts of mixed length (2 to 30 words) from the tiny model's vocabulary."""
     r = random.Random(seed)
     words = "the a cat dog runs quickly over lazy brown fox jumps and then sleeps under warm sun near river".split()
-    path.write_text("".join(" ".join(r.choice(words) for _ in range(r.randint(2, 30))) + "\n" for _ in range(n)))
+    path.write_text(
+        "".join(" ".join(r.choice(words) for _ in range(r.randint(2, 30))) + "\n" for _ in range(n))
+    )
     return path
 
 
@@ -205,7 +207,14 @@ def test_a_chunk_claimed_by_a_dead_process_is_taken_over(tmp_path):
         c.execute(lease.CLAIMS_SCHEMA)
         c.execute(
             "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?)",
-            (run.run_id, lease.chunk_id(work[1].keys), lease.holder()[0], dead.pid, "1", "2026-01-01T00:00:00Z"),
+            (
+                run.run_id,
+                lease.chunk_id(work[1].keys),
+                lease.holder()[0],
+                dead.pid,
+                "1",
+                "2026-01-01T00:00:00Z",
+            ),
         )
     computed = []
     work_loop(run, work, lambda c: computed.append(c.keys) or [{"sq": i * i} for i in c.items])

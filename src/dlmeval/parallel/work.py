@@ -204,7 +204,8 @@ def work_loop(
     from dlmeval.parallel.store import run_context, sync
 
     par = run_context(run) if run is not None else current()
-    claims = _Claims.of(run, par)  # before the done keys are read: a chunk written from here on counts as done
+    # before the done keys are read: a chunk written from here on counts as done
+    claims = _Claims.of(run, par)
     if done is None:
         done = run.done_keys() if run is not None else ()
     is_done = _is_done(done)

@@ -377,7 +377,8 @@ class Run:
         if row is None:
             raise InputError(f"no run {run_id!r} in {store.path}")
         self.signature = Signature.from_dict(jsonsafe.loads(row[0]))
-        self.opened = _now()  # a record written from here on by another process is that one's (work_loop claims)
+        # a record written from here on by another process is that one's (work_loop claims)
+        self.opened = _now()
         self.created: str = row[1]
         self.command_line: str | None = row[2]
 

@@ -166,7 +166,9 @@ def stops(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     if not _has_stops(conn):
         return {}
     q = "SELECT run_id, status, error, at, host, pid FROM stops"
-    return {r: {"status": s, "error": e, "at": a, "host": h, "pid": p} for r, s, e, a, h, p in conn.execute(q)}
+    return {
+        r: {"status": s, "error": e, "at": a, "host": h, "pid": p} for r, s, e, a, h, p in conn.execute(q)
+    }
 
 
 def stop_all(status: str, error: str, now: str) -> list[str]:
@@ -185,7 +187,9 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
             conn.execute("BEGIN IMMEDIATE")
             row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is not None and row[0] == "running" and other_holder(conn, run_id) is None:
-                conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, now, run_id))
+                conn.execute(
+                    "UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (status, now, run_id)
+                )
                 conn.execute(STOPS_SCHEMA)
                 host, pid, _ = holder()
                 conn.execute(
@@ -195,7 +199,9 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
                 if _has_table(conn):
                     conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
                 if _has_claims(conn):
-                    conn.execute("DELETE FROM claims WHERE run_id = ? AND pid = ? AND host = ?", (run_id, pid, host))
+                    conn.execute(
+                        "DELETE FROM claims WHERE run_id = ? AND pid = ? AND host = ?", (run_id, pid, host)
+                    )
                 done.append(run_id)
             conn.execute("COMMIT")
         except sqlite3.Error:
