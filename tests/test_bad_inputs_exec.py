@@ -209,3 +209,197 @@ def test_the_token_is_fresh_for_every_run(monkeypatch):
 def test_passed_needs_exit_0_and_the_end(completion):
     r = run(completion)
     assert r.passed == (completion != WRONG) == r.reached_end
+
+
+# ---------------------------------------------------------------------------------------------- launchers (item 8)
+@pytest.fixture
+def plain(monkeypatch):
+    """The plain launcher (bubblewrap ignored), probed afresh; the caches are cleared again after."""
+    from dlmeval import sandbox
+
+    monkeypatch.setenv(launch.BWRAP_ENV, "0")
+    for f in (launch.launcher, sandbox.layers):
+        f.cache_clear()
+    yield launch.launcher()
+    monkeypatch.delenv(launch.BWRAP_ENV)
+    for f in (launch.launcher, sandbox.layers):
+        f.cache_clear()
+
+
+@pytest.fixture
+def public_dir():
+    import os
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _attempts(code: str, **kw):
+    from dlmeval.sandbox import run_python
+
+    r = run_python(textwrap.dedent(code), unsafe=True, audit_hook=False, **kw)
+    return dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line), r
+
+
+ATTEMPT = """\
+    import os, socket, sys
+    def attempt(name, fn):
+        try:
+            fn()
+            print(name, "done")
+        except BaseException as e:
+            print(name, type(e).__name__)
+"""
+
+
+def test_plain_launcher_hides_the_machines_proc():
+    import subprocess
+
+    from dlmeval import sandbox
+
+    la = launch.launcher()
+    victim = subprocess.Popen(["sleep", "60"], **sandbox.drop_to())
+    try:
+        got, _ = _attempts(ATTEMPT + f"""\
+    attempt("read", lambda: open("/proc/{victim.pid}/cmdline", "rb").read())
+    print("pids", ",".join(sorted(p for p in os.listdir("/proc") if p.isdigit())))
+""")  # fmt: skip
+    finally:
+        victim.kill()
+        victim.wait()
+    if la.kind == "plain" and not la.procns:  # no mount namespace here: the label must not claim the layer
+        assert "proc" not in sandbox.layers().held
+        return
+    assert got["read"] == "FileNotFoundError"
+    assert all(int(p) < 100 for p in got["pids"].split(",")), got  # only the sandbox's own namespace
+
+
+def test_plain_launcher_hides_the_machines_proc_under_plain(plain):
+    test_plain_launcher_hides_the_machines_proc()
+
+
+def test_plain_launcher_refuses_af_unix_and_inet_sockets(plain):
+    got, _ = _attempts(ATTEMPT + """\
+    attempt("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+    attempt("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+    attempt("pair", lambda: socket.socketpair())
+""")  # fmt: skip
+    assert (got["unix"], got["inet"], got["pair"]) == ("PermissionError", "PermissionError", "done")
+
+
+def test_plain_launcher_refuses_dir_fd_writes_and_mkfifo(plain, public_dir):
+    import os
+
+    from dlmeval import sandbox
+    from dlmeval.sandbox.bootstrap import BOOTSTRAP
+
+    code = ATTEMPT + f"""\
+    out = os.open({public_dir!r}, os.O_RDONLY)
+    attempt("openat", lambda: os.close(os.open("a.txt", os.O_WRONLY | os.O_CREAT, dir_fd=out)))
+    attempt("mkdirat", lambda: os.mkdir("d", dir_fd=out))
+    attempt("mkfifo", lambda: os.mkfifo("fifo"))
+    attempt("read_via_dir_fd", lambda: os.listdir(out))
+    attempt("plain_write_here", lambda: open("here.txt", "w").write("x"))
+"""  # fmt: skip
+    got, _ = _attempts(code)
+    assert (got["openat"], got["mkdirat"], got["mkfifo"]) == ("PermissionError",) * 3
+    assert (got["read_via_dir_fd"], got["plain_write_here"]) == ("done", "done")
+    assert os.listdir(public_dir) == []
+    # the control: the same code without the filter writes through the dir_fd into the machine's /tmp
+    cfg = sandbox._cfg(256, 10, 1, audit=False)
+    s = launch.spawn(plain, BOOTSTRAP, textwrap.dedent(code), cfg, 10, None, 1 << 20)
+    assert "openat done" in s.stdout and sorted(os.listdir(public_dir)) == ["a.txt", "d"]
+
+
+def test_plain_launcher_is_labelled_unsafe_in_every_table(plain):
+    import pandas as pd
+
+    from dlmeval import sandbox
+    from dlmeval.protocols.care.frames import down_frame
+    from dlmeval.protocols.care.leaderboard import paper_table_markdown
+    from dlmeval.protocols.care.tables import table_downstream
+
+    label = sandbox.isolation_label()
+    assert label.startswith("plain:") and label.endswith("+unsafe")
+    r = run("    return a + b\n")
+    assert r.passed and r.isolation == label
+    down = down_frame(
+        [{"model": "m", "task": "humaneval", "strategy": "none", "steps": 4, "temperature": 0.0, "seed": 1, "n": 2,
+          "accuracy": 0.5, "nfe": 4.0, "sandbox": label}]
+    )  # fmt: skip
+    assert table_downstream(down)["sandbox"].tolist() == [label]
+    row = {"tier": "1", "model": "m", "scale": "8B", "temperature": 0.0, "strategy": "high_entropy",
+           "humaneval_pass1": 0.5, "humaneval_sandbox": label}  # fmt: skip
+    assert "50.0 (unsafe sandbox)" in paper_table_markdown(pd.DataFrame([row]))
+    safe = {**row, "humaneval_sandbox": "bwrap:fs+netns+pidns+proc+nproc+seccomp+rlimits+audit"}
+    assert "(unsafe sandbox)" not in paper_table_markdown(pd.DataFrame([safe]))
+
+
+def test_seccomp_filter_is_libseccomps_program():
+    import pyseccomp
+
+    from dlmeval.sandbox import seccomp
+
+    assert seccomp.unavailable() is None
+    prog, strict = seccomp.filter_program(), seccomp.filter_program(strict=True)
+    assert len(prog) % 8 == 0 and len(strict) > len(prog)  # struct sock_filter: 8 bytes each
+    # the kept library's own rendering of the same rules names the calls it refuses
+    f = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    f.add_rule(pyseccomp.ERRNO(1), "ptrace")
+    import tempfile
+
+    with tempfile.TemporaryFile() as t:
+        f.export_bpf(t)
+        t.seek(0)
+        one = t.read()
+    assert one[:8] == prog[:8]  # the same architecture check opens both programs
+
+
+def test_bwrap_caps_dev_shm():
+    from dlmeval import sandbox
+
+    if launch.launcher().kind != "bwrap":
+        assert "--tmpfs" in launch.bwrap_argv("bwrap", 1 << 20, None)  # the options stand; no bubblewrap here
+        return
+    argv = launch.bwrap_argv("bwrap", 1 << 20, None)
+    i = argv.index("/dev/shm")
+    assert argv[i - 3 : i + 1] == ["--size", "1048576", "--tmpfs", "/dev/shm"] and i > argv.index("--dev")
+    got, r = _attempts(ATTEMPT + """\
+    for line in open("/proc/self/mounts"):
+        if " /dev/shm " in line:
+            print("mount", line.split()[3])
+    def fill():
+        for i in range(8):
+            with open(f"/dev/shm/f{i}", "wb") as f:
+                f.write(b"x" * (15 << 20))
+    attempt("fill", fill)
+""", file_size_mb=16)  # fmt: skip
+    assert "size=" in got["mount"], r.stdout
+    assert got["fill"] == "OSError", r.stdout  # ENOSPC at the cap (4 x 16 MB + 8 MB), before 8 x 15 MB
+    assert sandbox.layers().ok
+
+
+def test_system_deps_installs_bubblewrap_and_fails_under_ci_when_a_package_is_missing(tmp_path):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "system-deps.sh"
+    text = script.read_text()
+    assert "need+=(bubblewrap)" in text and "need+=(libseccomp2)" in text
+    bin_dir = tmp_path / "bin"  # a PATH with the shell tools but no bwrap (nor chromium)
+    bin_dir.mkdir()
+    for tool in ("bash", "grep", "ls", "id", "cat"):
+        found = subprocess.run(
+            ["bash", "-c", f"command -v {tool}"], capture_output=True, text=True
+        ).stdout.strip()
+        (bin_dir / tool).symlink_to(found)
+    env = {"PATH": str(bin_dir), "DLMEVAL_NO_SYSTEM_DEPS": "1", "HOME": str(tmp_path)}
+    for ci, rc in (("1", 1), ("true", 1), ("", 0)):
+        r = subprocess.run(["bash", str(script)], env={**env, "CI": ci}, capture_output=True, text=True)
+        assert r.returncode == rc and "bubblewrap" in r.stderr, (ci, r.stderr)
+    assert os.access(script, os.X_OK)

@@ -2,7 +2,7 @@
 
 What keeps the code in is the operating system, not Python (:mod:`dlmeval.sandbox.launch`): bubblewrap with the
 user ``nobody``, new user / mount / PID / network namespaces, a read-only root with a private tmpfs work
-directory, no capabilities, a seccomp filter where one is written for the machine, and resource limits
+directory, no capabilities, a seccomp filter built with libseccomp (:mod:`dlmeval.sandbox.seccomp`), and resource limits
 (address space, CPU seconds, file size, ``RLIMIT_NPROC``, no core dumps) plus a wall-clock limit (the whole process
 group is killed). The child is a fresh interpreter without site packages (``python -s -S -B -P``; not ``-I``,
 which would ignore the fixed ``PYTHONHASHSEED``) with a minimal environment (``PATH``, ``LANG``, ``LC_ALL``,
@@ -15,8 +15,8 @@ outside, a connect, a signal out, a fork past the limit, ...) and records only t
 layer (``fs``, ``netns``, ``pidns``, ``nproc``, and ``nobody`` when dlmeval is root) did not hold, :func:`run_python`
 raises :class:`~dlmeval.errors.SandboxError` naming what failed, unless the caller passes the explicit unsafe flag
 (``unsafe=True``, ``DLMEVAL_SANDBOX_UNSAFE=1``, CLI ``--sandbox-unsafe``); :attr:`ExecResult.isolation` then ends in
-``+unsafe`` and lists only what held. ``isolation`` is e.g. ``"bwrap:fs+netns+pidns+nproc+seccomp+rlimits+nobody
-+audit"``; every run that executes code records it (Care as a run note, which the report shows).
+``+unsafe`` and lists only what held (the plain launcher is always ``+unsafe``). ``isolation`` is e.g.
+``"bwrap:fs+netns+pidns+proc+nproc+seccomp+rlimits+nobody+audit"``; every run that executes code records it (Care as a run note, which the report shows).
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def _cfg(memory_mb: int, timeout_s: float, file_size_mb: int, audit: bool) -> di
 def _spawn(
     code: str, cfg: dict, seccomp: bool = True, timeout_s: float = 20.0, end_token: bool = False
 ) -> _la.Spawned:
-    bpf = filter_program() if seccomp else None
+    # the plain launcher's work directory is on the machine's disk: its filter also refuses dir_fd writes and mkfifo
+    bpf = filter_program(strict=_la.launcher().kind == "plain") if seccomp else None
     tmpfs = 4 * cfg["fsize_bytes"] + (8 << 20)
     return _la.spawn(_la.launcher(), BOOTSTRAP, code, cfg, timeout_s, bpf, tmpfs, end_token)
 
@@ -122,10 +123,12 @@ def require_isolation(unsafe: bool | None = None) -> None:
 
 def isolation_label(audit: bool = True) -> str:
     """What a run records: the launcher, the layers that held, ``audit``, and ``unsafe`` when required ones did
-    not."""
-    ly = layers()
-    parts = [*ly.held, *(["audit"] if audit else []), *(["unsafe"] if not ly.ok else [])]
-    return f"{_la.launcher().kind}:" + "+".join(parts)
+    not or the launcher is the plain one (its work directory is on the machine's disk: it only runs with
+    ``--sandbox-unsafe``). Care's downstream and leaderboard tables carry it (``sandbox`` columns)."""
+    ly, la = layers(), _la.launcher()
+    unsafe = not ly.ok or la.kind == "plain"
+    parts = [*ly.held, *(["audit"] if audit else []), *(["unsafe"] if unsafe else [])]
+    return f"{la.kind}:" + "+".join(parts)
 
 
 def run_python(

@@ -8,11 +8,14 @@ Two launchers:
   outside), in new user, mount, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``), no capabilities,
   no further user namespaces (``--disable-userns``), its own session (``--new-session``: no terminal injection),
   killed with its parent (``--die-with-parent``). The file system is the machine's, read-only
-  (``--ro-bind / /``), with a fresh ``/dev`` and ``/proc`` and a private, size-limited tmpfs on ``/tmp`` that holds
-  the work directory ``/tmp/work`` (the code's cwd, ``HOME`` and ``TMPDIR``); nothing it writes reaches the
-  machine. A seccomp filter (:mod:`dlmeval.sandbox.seccomp`) where one is written for the machine.
+  (``--ro-bind / /``), with a fresh ``/dev`` and ``/proc``, a size-limited tmpfs on ``/dev/shm`` and a private,
+  size-limited tmpfs on ``/tmp`` that holds the work directory ``/tmp/work`` (the code's cwd, ``HOME`` and
+  ``TMPDIR``); nothing it writes reaches the machine. The seccomp filter of :mod:`dlmeval.sandbox.seccomp`
+  (libseccomp), where libseccomp is available.
 * ``plain`` (no working bubblewrap): the earlier layers, ``nobody`` by ``setuid`` when root and ``unshare --net
-  --pid`` when that works. World-writable places (``/tmp``, ``/dev/shm``) stay writable, so the start-up probes
+  --pid --mount --mount-proc`` when that works (a ``/proc`` of the child's own PID namespace: the machine's
+  processes are not in it), plus the strict seccomp filter, which the bootstrap loads (no sockets, ``AF_UNIX``
+  included; no write through a ``dir_fd``; no ``mkfifo``). World-writable places (``/tmp``, ``/dev/shm``) stay writable, so the start-up probes
   (:mod:`dlmeval.sandbox.probes`) find no file-system layer and the sandbox refuses to run code unless the caller
   passes the explicit unsafe flag.
 """
@@ -57,6 +60,7 @@ class Launcher:
     problem: str | None
     netns: bool = False
     pidns: bool = False
+    procns: bool = False  # the plain launcher mounts a /proc of the child's own PID namespace
 
 
 def _candidates() -> list[str]:
@@ -109,11 +113,18 @@ def _user_switch() -> tuple[dict, str, str | None]:
     )
 
 
+#: the plain launcher's namespaces when ``unshare`` works: network, PID, and a mount namespace whose /proc is the
+#: child's PID namespace's (the machine's processes are not in it)
+PLAIN_UNSHARE = ("unshare", "--net", "--pid", "--fork", "--mount", "--mount-proc", "--map-root-user")
+
+
 def bwrap_argv(exe: str, tmpfs_bytes: int, seccomp_fd: int | None) -> list[str]:
     """bubblewrap's options (see the module docstring); the program and its arguments follow."""
     argv = [exe, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
     argv += ["--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY)]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /dev/shm (POSIX shared memory) is a tmpfs of its own, capped like /tmp: bubblewrap's --dev gives it none
+    argv += ["--size", str(int(tmpfs_bytes)), "--tmpfs", "/dev/shm"]
     argv += ["--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp", "--dir", WORK, "--chdir", WORK]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
@@ -140,7 +151,8 @@ def launcher() -> Launcher:
         ["unshare", "--net", "--map-root-user", "true"], **drop
     )
     pidns = netns and _quiet_run(["unshare", "--net", "--pid", "--fork", "--map-root-user", "true"], **drop)
-    return Launcher("plain", drop, python, problem, netns, pidns)
+    procns = pidns and _quiet_run([*PLAIN_UNSHARE, "true"], **drop)
+    return Launcher("plain", drop, python, problem, netns, pidns, procns)
 
 
 def read_capped(path: str) -> str:
@@ -249,8 +261,16 @@ def _spawn_in_dir(la, bootstrap, code, cfg, timeout_s, seccomp, tmpfs_bytes, ext
             argv += [la.python, *CHILD_FLAGS, "/tmp/_bootstrap.py", json.dumps(cfg), "/tmp/solution.py"]
             home, cwd = WORK, tmp
         else:
+            if seccomp is not None:  # the bootstrap loads it (PR_SET_SECCOMP) before the code runs
+                sfd = os.memfd_create("dlmeval-seccomp", 0)
+                os.write(sfd, seccomp)
+                os.lseek(sfd, 0, os.SEEK_SET)
+                pass_fds += (sfd,)
+                cfg = {**cfg, "seccomp_fd": sfd}
             argv = [la.python, *CHILD_FLAGS, boot, json.dumps(cfg), sol]
-            if la.netns:
+            if la.procns:
+                argv = [shutil.which("unshare") or "unshare", *PLAIN_UNSHARE[1:], *argv]
+            elif la.netns:
                 ns = ["--net", *(["--pid", "--fork"] if la.pidns else [])]
                 argv = [shutil.which("unshare") or "unshare", *ns, "--map-root-user", *argv]
             home, cwd = tmp, tmp
