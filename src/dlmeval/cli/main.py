@@ -117,9 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         hf_logging.disable_progress_bar()
     from dlmeval import parallel
 
-    # a kill (SIGTERM) records the run as interrupted, as Ctrl-C does; the handler is put back at the end
+    # a kill (SIGTERM) records the run as interrupted, as Ctrl-C does; the handler is put back at the end. Not in
+    # a job of several ranks: its launcher's SIGTERM must end a rank waiting in a collective at once (the run's
+    # lease then shows it interrupted)
     old_term = None
-    if threading.current_thread() is threading.main_thread():
+    single = os.environ.get("WORLD_SIZE", "1").strip() in ("", "1")
+    if single and threading.current_thread() is threading.main_thread():
         old_term = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _run(args, parallel)
