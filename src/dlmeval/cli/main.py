@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args, parallel) -> int:
+    from dlmeval.store import lease
+
+    lease.forget()  # only the runs this command writes are marked failed / interrupted when it stops
     who = ""
     try:
         # under torchrun / accelerate launch / srun: join the group (a single process otherwise)

@@ -93,6 +93,11 @@ _WRITING: set[tuple[str, str]] = set()
 _ANNOUNCED: set[str] = set()
 
 
+def forget() -> None:
+    """Start a command afresh: the runs written before it (a library caller's) are not its own to mark."""
+    _WRITING.clear()
+
+
 def _db_file(conn: sqlite3.Connection) -> str:
     rows = conn.execute("PRAGMA database_list").fetchall()
     return next((r[2] for r in rows if r[1] == "main"), "") or ""
