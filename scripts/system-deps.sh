@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # System packages dlmeval's demo and tests use: WordNet 3.0 (METEOR), Chromium (the report's PDF/screenshot
-# tests) and bubblewrap (the sandbox that runs generated HumanEval code; without it dlmeval refuses to run such code
-# unless --sandbox-unsafe). Installs what is missing with apt-get when it can (root, or sudo without a password); otherwise it says
+# tests), bubblewrap (the sandbox that runs generated HumanEval code; without it dlmeval refuses to run such code
+# unless --sandbox-unsafe) and libseccomp2 (the library behind the sandbox's seccomp filter, through pyseccomp).
+# Installs what is missing with apt-get when it can (root, or sudo without a password); otherwise it says
 # what is missing and exits 0, so the caller runs on and the features that need the packages report themselves as
-# unavailable. Used by `make demo`, `make test` and .ci/run.
+# unavailable. Under CI (CI=1 or CI=true) a package that is still missing is a failure (exit 1), not a skip.
+# Used by `make demo`, `make test` and .ci/run.
 set -uo pipefail
 need=()
 [ -f "${DLMEVAL_WORDNET:-/usr/share/wordnet}/data.noun" ] || need+=(wordnet-base)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+has_libseccomp() { /sbin/ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || ls /usr/lib/*/libseccomp.so.2 /lib/*/libseccomp.so.2 >/dev/null 2>&1; }
+has_libseccomp || need+=(libseccomp2)
 [ ${#need[@]} -eq 0 ] && exit 0
+ci=0
+case "${CI:-}" in 1|true|TRUE|True|yes) ci=1 ;; esac
 if [ "${DLMEVAL_NO_SYSTEM_DEPS:-0}" = 1 ]; then
   echo "system-deps: missing ${need[*]} (DLMEVAL_NO_SYSTEM_DEPS=1: not installing)" >&2
-  exit 0
+  exit "$ci"
 fi
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -24,6 +30,10 @@ if command -v apt-get >/dev/null 2>&1 && [ "${sudo[*]}" != false ]; then
         --no-install-recommends "${need[@]}") >/dev/null 2>&1; then
     exit 0
   fi
+fi
+if [ "$ci" = 1 ]; then
+  echo "error: could not install ${need[*]} (needs apt-get as root); under CI a missing system package fails" >&2
+  exit 1
 fi
 echo "warning: could not install ${need[*]} (needs apt-get as root); METEOR, the report's browser" \
   "features and the HumanEval sandbox will say they are not available" >&2

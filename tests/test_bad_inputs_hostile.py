@@ -186,7 +186,7 @@ def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch)
     assert not _connected(hostile["srv"])
     assert hostile["victim"].poll() is None
     (note,) = set(_isolation_notes(tmp_path / "runs.sqlite"))
-    assert "fs+netns+pidns+nproc" in note and "unsafe" not in note
+    assert "fs+netns+pidns+proc+nproc" in note and "unsafe" not in note
     with RunStore(tmp_path / "runs.sqlite") as st:
         he = {
             k: v
@@ -201,8 +201,9 @@ def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch)
 
 def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile, monkeypatch, capsys):
     """No bubblewrap: the probes find no file-system layer, `dlmeval care` refuses in one line before a store
-    exists; with --sandbox-unsafe it runs, the run records `+unsafe`, and the dir_fd write of the issue reaches
-    /tmp (the control: the test above can fail)."""
+    exists; with --sandbox-unsafe it runs and the run records `+unsafe`. The dir_fd write of issue 25 reached /tmp
+    here; since issue 32 the plain launcher's seccomp filter refuses it (tests/test_bad_inputs_exec.py shows it
+    reaching /tmp without the filter: the control)."""
     from dlmeval.sandbox import launch
 
     monkeypatch.setenv(launch.BWRAP_ENV, "0")
@@ -219,7 +220,7 @@ def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile
         assert _care(store, hostile, "--sandbox-unsafe") == 0
         notes = set(_isolation_notes(store))
         assert len(notes) == 1 and "plain:" in next(iter(notes)) and "+unsafe" in next(iter(notes))
-        assert "dirfd.txt" in os.listdir(hostile["out"])
+        assert "dirfd.txt" not in os.listdir(hostile["out"])
     finally:
         monkeypatch.delenv(launch.BWRAP_ENV)
         for f in (launch.launcher, sandbox.layers):

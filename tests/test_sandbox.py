@@ -123,8 +123,26 @@ def test_clean_environment_and_throwaway_directory(monkeypatch):
 
 @needs_isolation
 def test_output_is_captured_and_exit_code_kept():
+    # an os._exit keeps its status; a SystemExit before the end is status 1 (the bootstrap's: the program's
+    # thread ended without reaching its end) and "failed" either way
+    r = run_python("import os, sys\nprint('out', flush=True)\nprint('err', file=sys.stderr)\nos._exit(3)")
+    assert (r.status, r.returncode, r.stdout, r.stderr, r.reached_end) == (
+        "failed",
+        3,
+        "out\n",
+        "err\n",
+        False,
+    )
     r = run_python("import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)")
-    assert (r.status, r.returncode, r.stdout, r.stderr) == ("failed", 3, "out\n", "err\n")
+    assert (r.status, r.returncode, r.stdout, r.stderr, r.reached_end) == (
+        "failed",
+        1,
+        "out\n",
+        "err\n",
+        False,
+    )
+    r = run_python("print('out')")
+    assert (r.status, r.returncode, r.stdout, r.stderr, r.reached_end) == ("passed", 0, "out\n", "", True)
 
 
 def test_bad_arguments_rejected():

@@ -15,7 +15,9 @@ import importlib
 import importlib.util
 import logging
 import os
+import signal
 import sys
+import threading
 
 from dlmeval import __version__
 from dlmeval.errors import DlmevalError
@@ -143,6 +145,24 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from dlmeval import parallel
 
+    # a kill (SIGTERM) records the run as interrupted, as Ctrl-C does; the handler is put back at the end. Not in
+    # a job of several ranks: its launcher's SIGTERM must end a rank waiting in a collective at once (the run's
+    # lease then shows it interrupted)
+    old_term = None
+    single = os.environ.get("WORLD_SIZE", "1").strip() in ("", "1")
+    if single and threading.current_thread() is threading.main_thread():
+        old_term = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _run(args, parallel)
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _run(args, parallel) -> int:
+    from dlmeval.store import lease
+
+    lease.forget()  # only the runs this command writes are marked failed / interrupted when it stops
     who = ""
     try:
         # under torchrun / accelerate launch / srun: join the group (a single process otherwise)
@@ -157,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             parallel.shutdown()
         sys.stdout.flush()  # inside the try: a closed pipe shows up here when stdout is buffered
     except DlmevalError as e:
+        _record_stop("failed", str(e))
         if args.debug:
             raise
         # one write of the whole line: the ranks of a job share one stderr, and print's separate write of the
@@ -164,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"dlmeval: error: {who}{e}\n")
         sys.stderr.flush()
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        _record_stop("interrupted", str(e) or "interrupted (SIGINT, Ctrl-C)")
         print("dlmeval: interrupted; a rerun of the same command resumes where it stopped", file=sys.stderr)
         return 130
     except BrokenPipeError:
@@ -173,7 +195,26 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as e:  # a bug: the traceback follows, and the run says it failed and why
+        _record_stop("failed", f"{type(e).__name__}: {e}")
+        raise
     return int(rc or 0)
+
+
+def _record_stop(status: str, error: str) -> None:
+    """Mark the runs this process was writing ``failed`` / ``interrupted`` with ``error``
+    (:func:`dlmeval.store.lease.stop_all`); never hides the error being reported."""
+    try:
+        from dlmeval.store import lease
+        from dlmeval.store.db import _now
+
+        lease.stop_all(status, error, _now())
+    except Exception:  # noqa: BLE001 - the store may be what failed
+        pass
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt(f"interrupted (signal {signal.Signals(signum).name})")
 
 
 if __name__ == "__main__":

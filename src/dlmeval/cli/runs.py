@@ -136,12 +136,15 @@ def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
             ).rstrip()
         )
     for r in runs:
-        if r["status"] == "interrupted":
+        if r["status"] == "interrupted" and "lease" in r:
             held = r["lease"]
             print(
                 f"interrupted: {r['run_id']} (process {held['pid']} on {held['host']} is gone; last write "
                 f"{_when(held['heartbeat'])} UTC); {r['resume']}"
             )
+        elif r["status"] in ("failed", "interrupted"):
+            why = f": {r['error']}" if r.get("error") else ""
+            print(f"{r['status']}: {r['run_id']}{why}; {r['resume']}")
     return 0
 
 
@@ -151,18 +154,23 @@ def _when(stamp: str) -> str:
 
 def _show(r, as_json: bool, rows: int) -> int:
     info = r.info()
+    listed = next((x for x in r.store.list_runs() if x["run_id"] == r.run_id), {})
+    info["status"] = listed.get("status", info["status"])  # `interrupted` when the writing process is gone
+    info.update({k: listed[k] for k in ("error", "stopped", "resume") if k in listed})
     if as_json:
         info["tables"] = {name: frame_records(r.get_table(name)) for name in info["tables"]}
         print(jsonsafe.dumps(info, indent=2))
         return 0
     sig = r.signature
-    listed = next((x for x in r.store.list_runs() if x["run_id"] == r.run_id), {})
-    status = listed.get("status", info["status"])  # `interrupted` when the writing process is gone
+    status = info["status"]
     print(f"run {r.run_id}  kind {sig.kind}  status {status}  items {info['n_items']}")
-    if "resume" in listed:
+    if "lease" in listed and "resume" in listed:
         print(
             f"interrupted: process {listed['lease']['pid']} on {listed['lease']['host']} is gone; {listed['resume']}"
         )
+    elif status in ("failed", "interrupted"):
+        why = f" ({_when(listed['stopped'])} UTC): {listed['error']}" if listed.get("error") else ""
+        print(f"{status}{why}; {listed.get('resume', 'rerun its command to resume')}")
     print(f"signature: {sig.short()}")
     print(f"created {_when(info['created'])} UTC, updated {_when(info['updated'])} UTC")
     print("models:")

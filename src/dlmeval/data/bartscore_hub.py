@@ -22,8 +22,9 @@ Fields (the first name present is used; a field not listed is ignored):
 
 Texts are taken as they are (the pickle reader's Penn-Treebank detokenization is for BARTScore's tokenized
 pickles; the ``*_raw`` columns equal the others here). Every human score is checked as the pickle reader checks
-it (a number, not a bool, finite) and every text is a string, before the meta-evaluation opens a store; an error
-names the source, the row, and the field or dimension.
+it (a number, not a bool, finite), every text is a string, and every identifier (``doc_id``, the system, ``pair_id``)
+a non-empty string or an integer of one type in every row (a float or a list would quietly regroup the outputs), before
+the meta-evaluation opens a store; an error names the source, the row, and the field or dimension.
 """
 
 from __future__ import annotations
@@ -69,6 +70,25 @@ class _Where:
             raise self.fail(where, f"field {field!r} is {type(v).__name__}, expected a string")
         return v
 
+    def ident(self, v: Any, where: str, field: str, kinds: dict[str, tuple[str, str]]) -> str:
+        """An identifier field (``doc_id``, ``system``, ``pair_id``): a non-empty string or an integer, of one
+        type in every row (``1`` and ``"1"`` would name one document; ``1.0`` another): the key of the grouping
+        and of the stored scores, so a wrong type would change the tables without a word."""
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise self.fail(
+                where, f"field {field!r} is {type(v).__name__} ({v!r}), expected a string or an integer"
+            )
+        if isinstance(v, str) and not v.strip():
+            raise self.fail(where, f"field {field!r} is an empty string")
+        kind = type(v).__name__
+        first = kinds.setdefault(field, (kind, where))
+        if first[0] != kind:
+            raise self.fail(
+                where,
+                f"field {field!r} is {kind} ({v!r}) but {first[0]} in {first[1]}; give every row one type",
+            )
+        return str(v)
+
     def score(self, v: Any, where: str, dim: str) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(where, f"human score {dim!r} is missing or not a number ({v!r})")
@@ -96,7 +116,7 @@ def _outputs(b: BartScoreBenchmark, rows: list[dict], w: _Where) -> list[dict[st
     nested = bool(rows) and isinstance(rows[0][f_cand], list)
     if b.task == "SUM" and f_sys is None and not nested:
         raise w.fail("fields", f"a {b.task} set needs a system name per output ({' | '.join(SYSTEM_FIELDS)})")
-    out, groups = [], {}
+    out, groups, kinds = [], {}, {}
     for i, row in enumerate(rows):
         where = f"row {i}"
         src = w.text(row[f_src], where, f_src)
@@ -105,7 +125,10 @@ def _outputs(b: BartScoreBenchmark, rows: list[dict], w: _Where) -> list[dict[st
             raise w.fail(where, f"field {f_refs or f_ref!r} must be a non-empty list of strings")
         refs = tuple(w.text(r, where, f_refs or f_ref) for r in refs_v)
         ref = w.text(row[f_ref], where, f_ref) if f_ref is not None else refs[0]
-        doc = row[f_doc] if f_doc is not None else groups.setdefault(src, f"doc{len(groups):04d}")
+        if f_doc is not None:
+            doc = w.ident(row[f_doc], where, f_doc, kinds)
+        else:
+            doc = groups.setdefault(src, f"doc{len(groups):04d}")
         cands = row[f_cand] if nested else [row[f_cand]]
         if not isinstance(cands, list):
             raise w.fail(where, f"field {f_cand!r} is {type(cands).__name__}; every row must hold a list")
@@ -126,7 +149,9 @@ def _outputs(b: BartScoreBenchmark, rows: list[dict], w: _Where) -> list[dict[st
             by_dim = {d: per_output(row[d], d) for d in dims}
         for k, cand in enumerate(cands):
             at = f"{where} output {k}" if nested else where
-            system = None if systems[k] is None else str(systems[k])
+            if systems[k] is None and f_sys is not None and (b.task == "SUM" or nested):
+                raise w.fail(at, f"field {f_sys!r} is missing (None): every output needs its system's name")
+            system = None if systems[k] is None else w.ident(systems[k], at, f_sys or "system", kinds)
             out.append(
                 {
                     "doc_id": str(doc),
@@ -163,9 +188,10 @@ def _wmt_frame(b: BartScoreBenchmark, rows: list[dict], w: _Where) -> pd.DataFra
     missing = [f for f in WMT_FIELDS if f not in fields]
     if missing:
         raise w.fail("fields", f"missing {', '.join(map(repr, missing))} (fields: {', '.join(fields)})")
-    out, seen = [], set()
+    out, seen, kinds = [], set(), {}
     for i, row in enumerate(rows):
-        pair = str(row["pair_id"]) if "pair_id" in row and row["pair_id"] is not None else str(i)
+        given = row.get("pair_id")
+        pair = w.ident(given, f"row {i}", "pair_id", kinds) if given is not None else str(i)
         if pair in seen:
             raise w.fail(f"row {i}", f"pair_id {pair!r} repeats an earlier row")
         seen.add(pair)

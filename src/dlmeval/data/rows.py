@@ -146,8 +146,16 @@ def arc_items(rows: Sequence[dict], label: str = "arc_challenge") -> list[ARCIte
             ch = r.get("choices")
             if not isinstance(ch, dict) or not isinstance(ch.get("text"), list):
                 raise DataFormatError(f"{w}: 'choices' must be {{text: [...], label: [...]}}")
-            choices, labels = ch["text"], [str(x) for x in ch.get("label") or []]
-            key = str(r.get("answerKey"))
+            labels, key = ch.get("label"), r.get("answerKey")
+            if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+                raise DataFormatError(
+                    f"{w}: 'choices.label' must be a list of strings (A, B, ... or 1, 2, ...)"
+                )
+            if not isinstance(key, str):
+                raise DataFormatError(
+                    f"{w}: field 'answerKey' is {type(key).__name__}, expected a string label"
+                )
+            choices = ch["text"]
             gold = labels.index(key) if key in labels else None
         if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
             raise DataFormatError(f"{w}: 'choices' must be a list of at least 2 strings")
@@ -202,10 +210,15 @@ def hellaswag_items(rows: Sequence[dict], label: str = "hellaswag") -> list[Hell
         endings = r.get("endings")
         if not isinstance(endings, list) or len(endings) < 2 or not all(isinstance(e, str) for e in endings):
             raise DataFormatError(f"{w}: 'endings' must be a list of strings")
-        try:
-            gold = int(r.get("label"))
-        except (TypeError, ValueError):
-            raise DataFormatError(f"{w}: 'label' is not an index (a test split has none)") from None
+        label = r.get("label")
+        # an index: an integer, or the hub's string of digits ("2"); a float or a bool would be cut to one
+        if isinstance(label, bool) or not (
+            isinstance(label, int) or (isinstance(label, str) and label.strip().isdigit())
+        ):
+            raise DataFormatError(
+                f"{w}: field 'label' is {type(label).__name__} ({label!r}), not an index (a test split has none)"
+            )
+        gold = int(label)
         if not 0 <= gold < len(endings):
             raise DataFormatError(f"{w}: 'label' {gold} is not one of the {len(endings)} endings")
         out.append(

@@ -150,8 +150,14 @@ def _from_records(p: Path, rows: list[tuple[str, dict[str, Any]]], role: str) ->
         if s is not None and not isinstance(s, str):
             raise DataFormatError(f"{where}: 'source' must be a string")
         srcs.append(s)
-        if obj.get("id", obj.get("item_id")) not in (None, ""):
-            ids.append(str(obj.get("id", obj.get("item_id"))))
+        given = obj.get("id", obj.get("item_id"))
+        if given is not None and given != "":
+            if isinstance(given, bool) or not isinstance(given, (str, int)):
+                name = "id" if "id" in obj else "item_id"
+                raise DataFormatError(
+                    f"{where}: field {name!r} is {type(given).__name__} ({given!r}), expected a string or an integer"
+                )
+            ids.append(str(given))
     if ids and len(ids) != len(texts):
         raise DataFormatError(f"{p}: some rows have an 'id' and some do not; give every row one or none")
     has_src = role == "candidates" and any(s is not None for s in srcs)

@@ -31,6 +31,7 @@ gathered on every rank at the end (:attr:`WorkDone.records`).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,97 @@ def _is_done(done) -> Callable[[str], bool]:
     return lambda k: k in done
 
 
+#: a file to which every computed chunk appends one line (pid, first key, number of keys): how tests count the
+#: chunks each process computed
+TRACE_ENV = "DLMEVAL_TRACE_CHUNKS"
+#: seconds between two looks at the chunks another process holds
+POLL_S = 0.2
+
+
+def _trace(chunk: Chunk) -> None:
+    path = os.environ.get(TRACE_ENV, "").strip()
+    if path:
+        line = f"{os.getpid()} {chunk.keys[0] if chunk.keys else ''} {len(chunk.keys)}\n".encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one write of a short line: lines of two processes never interleave
+        finally:
+            os.close(fd)
+
+
+class _Claims:
+    """The chunks of a run that another process on the same store may be writing too (see
+    :mod:`dlmeval.store.lease`): in a single process with an SQLite run, each chunk is claimed before it is
+    computed; one claimed by another live process is skipped and waited for at the end (computed here only if that
+    process dies before writing it). Without a store, or in a data-parallel job (rank 0 alone writes), nothing is
+    claimed."""
+
+    def __init__(self, run=None):
+        self.run = run
+        self.since = None
+        if run is not None:
+            from dlmeval.store.db import _now
+
+            # a chunk whose records were all written after this process opened the run (before its caller read
+            # the done keys) was computed in this session: by another process, or this one
+            self.since = min(getattr(run, "opened", None) or _now(), _now())
+
+    @classmethod
+    def of(cls, run, par) -> _Claims:
+        store = getattr(run, "store", None)
+        if run is None or par.distributed or not callable(getattr(store, "transaction", None)):
+            return cls()
+        if getattr(store, "read_only", False):
+            return cls()
+        return cls(run)
+
+    def _try(self, chunk: Chunk) -> str:
+        from dlmeval.store import lease
+        from dlmeval.store.db import _now
+
+        with self.run.store.transaction() as c:
+            got = lease.claim(c, self.run.run_id, chunk.keys, self.since, _now())
+            if got == "held":
+                lease.announce(c, self.run.run_id)
+            return got
+
+    def order(self, chunks, bar):
+        """The chunks to compute here, claimed one at a time; then, until none is left, those other processes
+        held (a chunk they wrote is counted on the bar and skipped)."""
+        if self.run is None:
+            yield from chunks
+            return
+        waiting = []
+        for chunk in chunks:
+            got = self._try(chunk)
+            if got == "mine":
+                yield chunk
+            elif got == "held":
+                waiting.append(chunk)
+            else:
+                bar.update(chunk.units, chunk.info or None)
+        while waiting:
+            time.sleep(POLL_S)
+            still = []
+            for chunk in waiting:
+                got = self._try(chunk)
+                if got == "mine":
+                    yield chunk
+                elif got == "held":
+                    still.append(chunk)
+                else:
+                    bar.update(chunk.units, chunk.info or None)
+            waiting = still
+
+    def release(self, chunk: Chunk) -> None:
+        if self.run is None:
+            return
+        from dlmeval.store import lease
+
+        with self.run.store.transaction() as c:
+            lease.unclaim(c, self.run.run_id, chunk.keys)
+
+
 def work_loop(
     run,
     chunks: Sequence[Chunk],
@@ -118,6 +210,8 @@ def work_loop(
     from dlmeval.parallel.store import run_context, sync
 
     par = run_context(run) if run is not None else current()
+    # before the done keys are read: a chunk written from here on counts as done
+    claims = _Claims.of(run, par)
     if done is None:
         done = run.done_keys() if run is not None else ()
     is_done = _is_done(done)
@@ -130,9 +224,10 @@ def work_loop(
     mine: dict[str, dict[str, Any]] = {}
     seconds: dict[str, float] = {}
     with job_progress(label, out.pending_units, enabled=progress) as bar:
-        for chunk in par.share(pending):
+        for chunk in claims.order(par.share(pending), bar):
             t0 = time.perf_counter()
             recs = compute(chunk)
+            _trace(chunk)
             if isinstance(recs, Mapping):
                 missing = [k for k in chunk.keys if k not in recs]
                 if missing:
@@ -144,6 +239,7 @@ def work_loop(
             pairs = list(zip(chunk.keys, recs))
             if run is not None:
                 run.put_many(pairs)
+                claims.release(chunk)
             else:
                 mine.update(pairs)
             if chunk.tag is not None:

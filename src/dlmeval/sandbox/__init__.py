@@ -2,7 +2,7 @@
 
 What keeps the code in is the operating system, not Python (:mod:`dlmeval.sandbox.launch`): bubblewrap with the
 user ``nobody``, new user / mount / PID / network namespaces, a read-only root with a private tmpfs work
-directory, no capabilities, a seccomp filter where one is written for the machine, and resource limits
+directory, no capabilities, a seccomp filter built with libseccomp (:mod:`dlmeval.sandbox.seccomp`), and resource limits
 (address space, CPU seconds, file size, ``RLIMIT_NPROC``, no core dumps) plus a wall-clock limit (the whole process
 group is killed). The child is a fresh interpreter without site packages (``python -s -S -B -P``; not ``-I``,
 which would ignore the fixed ``PYTHONHASHSEED``) with a minimal environment (``PATH``, ``LANG``, ``LC_ALL``,
@@ -15,8 +15,8 @@ outside, a connect, a signal out, a fork past the limit, ...) and records only t
 layer (``fs``, ``netns``, ``pidns``, ``nproc``, and ``nobody`` when dlmeval is root) did not hold, :func:`run_python`
 raises :class:`~dlmeval.errors.SandboxError` naming what failed, unless the caller passes the explicit unsafe flag
 (``unsafe=True``, ``DLMEVAL_SANDBOX_UNSAFE=1``, CLI ``--sandbox-unsafe``); :attr:`ExecResult.isolation` then ends in
-``+unsafe`` and lists only what held. ``isolation`` is e.g. ``"bwrap:fs+netns+pidns+nproc+seccomp+rlimits+nobody
-+audit"``; every run that executes code records it (Care as a run note, which the report shows).
+``+unsafe`` and lists only what held (the plain launcher is always ``+unsafe``). ``isolation`` is e.g.
+``"bwrap:fs+netns+pidns+proc+nproc+seccomp+rlimits+nobody+audit"``; every run that executes code records it (Care as a run note, which the report shows).
 """
 
 from __future__ import annotations
@@ -44,13 +44,16 @@ PYTHON_ENV = _la.PYTHON_ENV
 class ExecResult:
     """Outcome of one sandboxed execution."""
 
-    status: str  # "passed" (exit 0), "failed" (non-zero exit), "timeout", "killed" (signal: memory, CPU, ...)
+    # "passed" (exit 0 and the program reached its end), "failed" (non-zero exit, or an exit before the end),
+    # "timeout", "killed" (signal: memory, CPU, ...)
+    status: str
     returncode: int | None
     duration_s: float
     stdout: str
     stderr: str
     isolation: str  # the launcher and the layers that held, e.g. "bwrap:fs+netns+pidns+nproc+nobody+audit"
     interpreter: str = ""  # the Python that ran the code
+    reached_end: bool | None = None  # the run's end token came back (the program ran to its last line)
 
     @property
     def passed(self) -> bool:
@@ -70,9 +73,13 @@ def _cfg(memory_mb: int, timeout_s: float, file_size_mb: int, audit: bool) -> di
     }
 
 
-def _spawn(code: str, cfg: dict, seccomp: bool = True, timeout_s: float = 20.0) -> _la.Spawned:
-    bpf = filter_program() if seccomp else None
-    return _la.spawn(_la.launcher(), BOOTSTRAP, code, cfg, timeout_s, bpf, 4 * cfg["fsize_bytes"] + (8 << 20))
+def _spawn(
+    code: str, cfg: dict, seccomp: bool = True, timeout_s: float = 20.0, end_token: bool = False
+) -> _la.Spawned:
+    # the plain launcher's work directory is on the machine's disk: its filter also refuses dir_fd writes and mkfifo
+    bpf = filter_program(strict=_la.launcher().kind == "plain") if seccomp else None
+    tmpfs = 4 * cfg["fsize_bytes"] + (8 << 20)
+    return _la.spawn(_la.launcher(), BOOTSTRAP, code, cfg, timeout_s, bpf, tmpfs, end_token)
 
 
 @functools.cache
@@ -116,10 +123,12 @@ def require_isolation(unsafe: bool | None = None) -> None:
 
 def isolation_label(audit: bool = True) -> str:
     """What a run records: the launcher, the layers that held, ``audit``, and ``unsafe`` when required ones did
-    not."""
-    ly = layers()
-    parts = [*ly.held, *(["audit"] if audit else []), *(["unsafe"] if not ly.ok else [])]
-    return f"{_la.launcher().kind}:" + "+".join(parts)
+    not or the launcher is the plain one (its work directory is on the machine's disk: it only runs with
+    ``--sandbox-unsafe``). Care's downstream and leaderboard tables carry it (``sandbox`` columns)."""
+    ly, la = layers(), _la.launcher()
+    unsafe = not ly.ok or la.kind == "plain"
+    parts = [*ly.held, *(["audit"] if audit else []), *(["unsafe"] if unsafe else [])]
+    return f"{la.kind}:" + "+".join(parts)
 
 
 def run_python(
@@ -132,6 +141,9 @@ def run_python(
     unsafe: bool | None = None,
 ) -> ExecResult:
     """Run the Python source ``code`` in the sandbox (see the module docstring).
+
+    ``passed`` needs exit status 0 and the run's end token (:mod:`dlmeval.sandbox.bootstrap`): the program ran to
+    its last line. A ``SystemExit`` before the end gives status ``failed`` with return code 1.
 
     ``audit_hook=False`` leaves the defence-in-depth hook out (to test the operating-system layers on their own).
     ``unsafe``: run even where required layers did not hold (default: ``DLMEVAL_SANDBOX_UNSAFE``); otherwise that
@@ -146,7 +158,9 @@ def run_python(
     if file_size_mb < 1:
         raise InputError(f"file_size_mb must be at least 1, got {file_size_mb!r}")
     require_isolation(unsafe)
-    s = _spawn(code, _cfg(memory_mb, timeout_s, file_size_mb, audit_hook), timeout_s=timeout_s)
+    s = _spawn(
+        code, _cfg(memory_mb, timeout_s, file_size_mb, audit_hook), timeout_s=timeout_s, end_token=True
+    )
     return ExecResult(
         status=s.status,
         returncode=s.returncode,
@@ -155,12 +169,18 @@ def run_python(
         stderr=s.stderr,
         isolation=isolation_label(audit_hook),
         interpreter=_la.launcher().python,
+        reached_end=s.reached_end,
     )
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """The program that checks one HumanEval completion: prompt + completion, the test code, ``check(entry)``
-    (the layout of openai/human-eval's ``check_correctness``)."""
+    (the layout of openai/human-eval's ``check_correctness``).
+
+    It passes only when it runs to its end (:func:`run_python`'s end token): openai/human-eval's
+    ``unsafe_execute`` records "passed" only after ``exec`` of this program returned, counts a ``SystemExit``
+    (``sys.exit(0)``, ``exit()``) as "failed: ..." (it catches ``BaseException``) and a child that died
+    (``os._exit(0)``, a signal) as "timed out" (no result came back), so none of them passes there either."""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
 
 

@@ -8,11 +8,14 @@ Two launchers:
   outside), in new user, mount, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``), no capabilities,
   no further user namespaces (``--disable-userns``), its own session (``--new-session``: no terminal injection),
   killed with its parent (``--die-with-parent``). The file system is the machine's, read-only
-  (``--ro-bind / /``), with a fresh ``/dev`` and ``/proc`` and a private, size-limited tmpfs on ``/tmp`` that holds
-  the work directory ``/tmp/work`` (the code's cwd, ``HOME`` and ``TMPDIR``); nothing it writes reaches the
-  machine. A seccomp filter (:mod:`dlmeval.sandbox.seccomp`) where one is written for the machine.
+  (``--ro-bind / /``), with a fresh ``/dev`` and ``/proc``, a size-limited tmpfs on ``/dev/shm`` and a private,
+  size-limited tmpfs on ``/tmp`` that holds the work directory ``/tmp/work`` (the code's cwd, ``HOME`` and
+  ``TMPDIR``); nothing it writes reaches the machine. The seccomp filter of :mod:`dlmeval.sandbox.seccomp`
+  (libseccomp), where libseccomp is available.
 * ``plain`` (no working bubblewrap): the earlier layers, ``nobody`` by ``setuid`` when root and ``unshare --net
-  --pid`` when that works. World-writable places (``/tmp``, ``/dev/shm``) stay writable, so the start-up probes
+  --pid --mount --mount-proc`` when that works (a ``/proc`` of the child's own PID namespace: the machine's
+  processes are not in it), plus the strict seccomp filter, which the bootstrap loads (no sockets, ``AF_UNIX``
+  included; no write through a ``dir_fd``; no ``mkfifo``). World-writable places (``/tmp``, ``/dev/shm``) stay writable, so the start-up probes
   (:mod:`dlmeval.sandbox.probes`) find no file-system layer and the sandbox refuses to run code unless the caller
   passes the explicit unsafe flag.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -56,6 +60,7 @@ class Launcher:
     problem: str | None
     netns: bool = False
     pidns: bool = False
+    procns: bool = False  # the plain launcher mounts a /proc of the child's own PID namespace
 
 
 def _candidates() -> list[str]:
@@ -108,11 +113,18 @@ def _user_switch() -> tuple[dict, str, str | None]:
     )
 
 
+#: the plain launcher's namespaces when ``unshare`` works: network, PID, and a mount namespace whose /proc is the
+#: child's PID namespace's (the machine's processes are not in it)
+PLAIN_UNSHARE = ("unshare", "--net", "--pid", "--fork", "--mount", "--mount-proc", "--map-root-user")
+
+
 def bwrap_argv(exe: str, tmpfs_bytes: int, seccomp_fd: int | None) -> list[str]:
     """bubblewrap's options (see the module docstring); the program and its arguments follow."""
     argv = [exe, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
     argv += ["--cap-drop", "ALL", "--uid", str(NOBODY), "--gid", str(NOBODY)]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /dev/shm (POSIX shared memory) is a tmpfs of its own, capped like /tmp: bubblewrap's --dev gives it none
+    argv += ["--size", str(int(tmpfs_bytes)), "--tmpfs", "/dev/shm"]
     argv += ["--size", str(int(tmpfs_bytes)), "--tmpfs", "/tmp", "--dir", WORK, "--chdir", WORK]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
@@ -139,7 +151,8 @@ def launcher() -> Launcher:
         ["unshare", "--net", "--map-root-user", "true"], **drop
     )
     pidns = netns and _quiet_run(["unshare", "--net", "--pid", "--fork", "--map-root-user", "true"], **drop)
-    return Launcher("plain", drop, python, problem, netns, pidns)
+    procns = pidns and _quiet_run([*PLAIN_UNSHARE, "true"], **drop)
+    return Launcher("plain", drop, python, problem, netns, pidns, procns)
 
 
 def read_capped(path: str) -> str:
@@ -159,6 +172,7 @@ class Spawned:
     duration_s: float
     stdout: str
     stderr: str
+    reached_end: bool | None = None  # the end token came back (None: not asked for)
 
 
 def spawn(
@@ -169,8 +183,62 @@ def spawn(
     timeout_s: float,
     seccomp: bytes | None,
     tmpfs_bytes: int,
+    end_token: bool = False,
 ) -> Spawned:
-    """Run ``code`` under ``bootstrap`` with launcher ``la`` and collect what it did."""
+    """Run ``code`` under ``bootstrap`` with launcher ``la`` and collect what it did.
+
+    ``end_token``: the run passes only when the program reached its end. A fresh random token
+    (:func:`secrets.token_hex`) goes to the child through a pipe (never in its source, argv, environment or a
+    file); the bootstrap reads it before the code runs and writes it to a second pipe only after the whole program
+    returned (:mod:`dlmeval.sandbox.bootstrap`); ``passed`` needs exit status 0 *and* exactly that token back."""
+    cfg = dict(cfg)
+    token = secrets.token_hex(16).encode("ascii") if end_token else None
+    fds: list[int] = []  # the child's ends of the token pipes: closed here once it started
+    mine: list[int] = []  # this process's ends
+    if token is not None:
+        tin_r, tin_w = os.pipe()
+        out_r, out_w = os.pipe()
+        os.write(tin_w, token)
+        os.close(tin_w)  # the child reads the token and then end of file
+        fds, mine = [tin_r, out_w], [out_r]
+        cfg["token_in"], cfg["token_out"] = tin_r, out_w
+    try:
+        s = _spawn_in_dir(la, bootstrap, code, cfg, timeout_s, seccomp, tmpfs_bytes, tuple(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if token is None:
+        return s
+    try:
+        back = _read_available(mine[0], 4 * len(token))
+    finally:
+        os.close(mine[0])
+    reached = back == token
+    if s.status == "passed" and not reached:
+        note = "the program did not reach its end (it exited before `check` returned, or its end token was wrong)"
+        return Spawned(
+            "failed", s.returncode, s.duration_s, s.stdout, (s.stderr + "\n" + note).lstrip(), False
+        )
+    return Spawned(s.status, s.returncode, s.duration_s, s.stdout, s.stderr, reached)
+
+
+def _read_available(fd: int, limit: int) -> bytes:
+    """What is in the pipe ``fd`` now, at most ``limit`` bytes (never waits: a grandchild may hold its write
+    end)."""
+    os.set_blocking(fd, False)
+    out = b""
+    while len(out) <= limit:
+        try:
+            part = os.read(fd, limit + 1 - len(out))
+        except BlockingIOError:
+            break
+        if not part:
+            break
+        out += part
+    return out
+
+
+def _spawn_in_dir(la, bootstrap, code, cfg, timeout_s, seccomp, tmpfs_bytes, extra_fds) -> Spawned:
     with tempfile.TemporaryDirectory(prefix="dlmeval-sandbox-") as tmp:
         boot, sol = os.path.join(tmp, "_bootstrap.py"), os.path.join(tmp, "solution.py")
         with open(boot, "w", encoding="utf-8") as f:
@@ -180,21 +248,29 @@ def spawn(
         if la.drop:  # the child (nobody) owns its directory and nothing else
             for path in (tmp, boot, sol):
                 os.chown(path, NOBODY, NOBODY)
-        pass_fds: tuple[int, ...] = ()
+        pass_fds: tuple[int, ...] = tuple(extra_fds)
         sfd = None
         if la.kind == "bwrap":
             if seccomp is not None:
                 sfd = os.memfd_create("dlmeval-seccomp", 0)
                 os.write(sfd, seccomp)
                 os.lseek(sfd, 0, os.SEEK_SET)
-                pass_fds = (sfd,)
+                pass_fds += (sfd,)
             argv = bwrap_argv(shutil.which("bwrap") or "bwrap", tmpfs_bytes, sfd)
             argv += ["--ro-bind", boot, "/tmp/_bootstrap.py", "--ro-bind", sol, "/tmp/solution.py", "--"]
             argv += [la.python, *CHILD_FLAGS, "/tmp/_bootstrap.py", json.dumps(cfg), "/tmp/solution.py"]
             home, cwd = WORK, tmp
         else:
+            if seccomp is not None:  # the bootstrap loads it (PR_SET_SECCOMP) before the code runs
+                sfd = os.memfd_create("dlmeval-seccomp", 0)
+                os.write(sfd, seccomp)
+                os.lseek(sfd, 0, os.SEEK_SET)
+                pass_fds += (sfd,)
+                cfg = {**cfg, "seccomp_fd": sfd}
             argv = [la.python, *CHILD_FLAGS, boot, json.dumps(cfg), sol]
-            if la.netns:
+            if la.procns:
+                argv = [shutil.which("unshare") or "unshare", *PLAIN_UNSHARE[1:], *argv]
+            elif la.netns:
                 ns = ["--net", *(["--pid", "--fork"] if la.pidns else [])]
                 argv = [shutil.which("unshare") or "unshare", *ns, "--map-root-user", *argv]
             home, cwd = tmp, tmp

@@ -8,9 +8,12 @@ One probe program runs through the same launcher as generated code and attempts,
 * ``netns``: a TCP connect to a listener the parent opened on ``127.0.0.1``; held when it fails,
 * ``pidns``: ``os.kill`` of a process the parent started as the same user as the child; held when the kill fails
   and the process lives on,
+* ``proc``: reading that process's ``/proc/PID/cmdline``; held when the child's ``/proc`` does not show it (a
+  ``/proc`` of the child's own PID namespace),
 * ``nproc``: forking past ``RLIMIT_NPROC``; held when a fork fails before the limit is passed,
 * ``nobody``: the child's uid is ``nobody`` inside, and (when dlmeval is root) it was started as ``nobody``,
-* ``seccomp``: an ``AF_INET`` socket is refused with ``EPERM`` and ``/proc/self/status`` shows a filter,
+* ``seccomp``: an ``AF_INET`` and an ``AF_UNIX`` socket are refused with ``EPERM`` and ``/proc/self/status`` shows
+  a filter,
 * ``rlimits``: the address-space and CPU limits read back inside the child as they were set.
 """
 
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 #: the layers without which generated code is not run (unless the caller passes the unsafe flag); ``nobody`` too
 #: when dlmeval runs as root
 REQUIRED = ("fs", "netns", "pidns", "nproc")
-ORDER = ("fs", "netns", "pidns", "nproc", "seccomp", "rlimits", "nobody")
+ORDER = ("fs", "netns", "pidns", "proc", "nproc", "seccomp", "rlimits", "nobody")
 
 _PROBE = textwrap.dedent(
     """
@@ -48,8 +51,10 @@ _PROBE = textwrap.dedent(
     r["write_root"] = attempt(lambda: write("/dlmeval-probe.txt"))
     r["connect"] = attempt(lambda: socket.create_connection(("127.0.0.1", P["port"]), timeout=3).close())
     r["kill"] = attempt(lambda: os.kill(P["victim"], 15))
+    r["proc"] = attempt(lambda: open("/proc/%d/cmdline" % P["victim"], "rb").read())
     r["uid"] = os.getuid()
     r["inet_socket"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())
+    r["unix_socket"] = attempt(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
     with open("/proc/self/status") as f:
         r["seccomp_mode"] = [l.split()[1] for l in f if l.startswith("Seccomp:")][:1]
     r["limits"] = [resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_CPU)[0],
@@ -151,13 +156,20 @@ def _probe_once(run, launcher, cfg: dict, nproc: int, seccomp: bool) -> Layers:
     )
     if r["kill"] != "done" and alive:
         held.add("pidns")
+    report["proc"] = f"read /proc/{victim.pid}/cmdline (a process outside) -> {r['proc']}"
+    if r["proc"] != "done":
+        held.add("proc")
     report["nproc"] = (
         f"{r['forks']} forks of {params['forks']} tried (limit {nproc}) -> {r['fork_error'] or 'all done'}"
     )
     if r["fork_error"] and r["forks"] < nproc:
         held.add("nproc")
-    report["seccomp"] = f"AF_INET socket -> {r['inet_socket']}; Seccomp mode {r['seccomp_mode']}"
-    if r["inet_socket"].startswith("PermissionError") and r["seccomp_mode"] == ["2"]:
+    report["seccomp"] = (
+        f"AF_INET socket -> {r['inet_socket']}; AF_UNIX socket -> {r['unix_socket']}; Seccomp mode "
+        f"{r['seccomp_mode']}"
+    )
+    refused = all(r[k].startswith("PermissionError") for k in ("inet_socket", "unix_socket"))
+    if refused and r["seccomp_mode"] == ["2"]:
         held.add("seccomp")
     report["rlimits"] = f"RLIMIT_AS, RLIMIT_CPU, RLIMIT_NPROC read back as {r['limits']}"
     if r["limits"] == [cfg["memory_bytes"], cfg["cpu_s"], nproc]:

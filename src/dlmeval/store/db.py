@@ -274,6 +274,8 @@ class RunStore:
                 (rid, now, command_line, jsonsafe.dumps(sig.versions)),
             )
         run = Run(self, rid)
+        if old_versions is not None and not self.read_only:
+            lease.announce(self._conn, rid)  # another live process writes it: say so once
         if old_versions is not None:
             changed = [
                 f"{k} {old_versions.get(k, 'none')} -> {v}"
@@ -323,6 +325,7 @@ class RunStore:
             params = (kind,)
         out = []
         held = lease.leases(self._conn)
+        stopped = lease.stops(self._conn)
         cmds = dict(self.execute("SELECT run_id, command_line FROM runs"))
         # the latest opening's command line resumes (the first one may have had other options)
         cmds.update(
@@ -339,6 +342,12 @@ class RunStore:
                 if lease.gone(held[rid]):  # its process is gone: say so, and how to go on
                     status = "interrupted"
                     extra["resume"] = lease.resume_hint(cmds.get(rid))
+            elif status in ("failed", "interrupted"):
+                stop = stopped.get(rid)
+                if stop is not None:
+                    extra["error"] = stop["error"]
+                    extra["stopped"] = stop["at"]
+                extra["resume"] = lease.resume_hint(cmds.get(rid))
             out.append(
                 {
                     "run_id": rid,
@@ -368,6 +377,8 @@ class Run:
         if row is None:
             raise InputError(f"no run {run_id!r} in {store.path}")
         self.signature = Signature.from_dict(jsonsafe.loads(row[0]))
+        # a record written from here on by another process is that one's (work_loop claims)
+        self.opened = _now()
         self.created: str = row[1]
         self.command_line: str | None = row[2]
 

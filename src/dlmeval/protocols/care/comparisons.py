@@ -212,6 +212,9 @@ def table_leaderboard(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -
                 where = f"s{int(d['steps'].iloc[0])}"
             row[col] = float(d["accuracy"].mean())
             row[f"{task}_cell"] = f"{h.baseline}@{where} t={float(d['temperature'].iloc[0]):g}"
+            if task == "humaneval" and "sandbox" in d:  # where its code ran (``+unsafe``: the plain launcher)
+                labels = sorted({x for v in d["sandbox"].dropna() for x in str(v).split(",") if x})
+                row["humaneval_sandbox"] = ",".join(labels) or None
         arc = down[(down["model"] == model) & (down["task"] == "arc")]
         row["arc_acc"] = float(arc["accuracy"].iloc[0]) if len(arc) else np.nan
         rows.append(row)

@@ -117,6 +117,7 @@ def _task_unit(
         return rows
 
     def finish(recs, warn) -> dict:
+        labels = sorted({str(r["isolation"]) for r in recs if r.get("isolation")})
         return {
             **cell.fields(),
             "task": task,
@@ -124,6 +125,8 @@ def _task_unit(
             "n": len(recs),
             "accuracy": float(np.mean([bool(r["correct"]) for r in recs])),
             "nfe": float(np.mean([r["nfe"] for r in recs])),
+            # where the code ran (HumanEval): the tables carry it, so an unsafe run says so wherever it is shown
+            **({"sandbox": ",".join(labels)} if labels else {}),
         }
 
     return Unit(

@@ -50,6 +50,7 @@ DOWN_COLUMNS = (
     "n",
     "accuracy",
     "nfe",
+    "sandbox",  # executed checks (HumanEval): the sandbox's isolation label, ``...+unsafe`` for an unsafe run
 )
 
 
@@ -68,7 +69,9 @@ def cells_frame(records: list[dict]) -> pd.DataFrame:
 def down_frame(records: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame.from_records(records, columns=list(DOWN_COLUMNS)) if records else _empty(DOWN_COLUMNS)
     for c in DOWN_COLUMNS[3:]:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+        if c != "sandbox":
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["sandbox"] = df["sandbox"].astype(object).where(df["sandbox"].notna(), None)
     return _sorted(df, ["model", "task", "strategy", "steps", "nfe_budget", "temperature", "seed"])
 
 

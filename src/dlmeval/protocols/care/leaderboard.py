@@ -134,7 +134,13 @@ def _diffusion_row(
         "humaneval_pass1": _first(lb, "humaneval_pass1"),
         "nfe_none": nfe(base),
         "nfe_strategy": nfe(strat),
+        # where the HumanEval code ran, when it ran (an unsafe run is marked in the paper table too)
+        **({"humaneval_sandbox": _first(lb, "humaneval_sandbox")} if _ran(lb, "humaneval_sandbox") else {}),
     }
+
+
+def _ran(df: pd.DataFrame | None, col: str) -> bool:
+    return df is not None and not df.empty and col in df.columns and df[col].notna().any()
 
 
 def _ar_row(spec, r: Row, shared, device, dtype, allow_download, data_dir, say):
@@ -251,6 +257,8 @@ def paper_table_markdown(table: pd.DataFrame) -> str:
         cells = []
         for col, _ in PAPER_COLUMNS:
             s = fmt(rec.get(col), col) if col not in ("tier", "model", "scale") else str(rec.get(col, ""))
+            if col == "humaneval_pass1" and "unsafe" in str(rec.get("humaneval_sandbox") or "").split("+"):
+                s += " (unsafe sandbox)"
             if col == "model" and rec.get("tier") != "reference":
                 if t0 is not None and rec.get("temperature") != t0:
                     s += f" (t={rec['temperature']:g})*"

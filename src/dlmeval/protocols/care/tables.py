@@ -292,7 +292,9 @@ def table_downstream(down: pd.DataFrame) -> pd.DataFrame:
     def f(g):
         m, s = _ms(g["accuracy"])
         n = float(g["n"].mean())
+        where = sorted({x for v in g["sandbox"].dropna() for x in str(v).split(",") if x})
         return {
+            "sandbox": ",".join(where) or None,
             "n_seeds": len(g),
             "n_items": int(round(n)),
             "nfe": float(g["nfe"].mean()),

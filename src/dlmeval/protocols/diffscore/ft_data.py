@@ -43,7 +43,15 @@ def _pairs(rows: list[dict], where: str) -> list[dict]:
             + ", ".join(f"{s}/{t}" for s, t in COLUMNS)
         )
     s, t = pair
-    out = [{"source": str(r[s]), "target": str(r[t])} for r in rows if isinstance(r[t], str) and r[t].strip()]
+    for i, r in enumerate(
+        rows
+    ):  # every pair's fields are texts (a number or None was quietly str()-ed or dropped)
+        for f in (s, t):
+            if not isinstance(r.get(f), str):
+                raise DataFormatError(
+                    f"{where}: row {i}: field {f!r} is {type(r.get(f)).__name__}, expected a string"
+                )
+    out = [{"source": r[s], "target": r[t]} for r in rows if r[t].strip()]
     if not out:
         raise DataFormatError(f"{where}: no pair with a non-empty {t}")
     return out
