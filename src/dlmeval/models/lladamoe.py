@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError
+from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
@@ -70,7 +71,7 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
     """Load a LLaDA-MoE checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
     from dlmeval.models.remote import load_remote_family
 
-    if Path(path).is_dir() and (Path(path) / "config.json").is_file() and not is_moe_config(path):
+    if Path(path).is_dir() and "num_experts" not in validate.read_config_file(path, "lladamoe"):
         raise InputError(
             f"{path} has no num_experts in its config.json: not a LLaDA-MoE checkpoint; use llada:{path}"
         )

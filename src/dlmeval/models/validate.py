@@ -88,71 +88,66 @@ def read_config_file(path: Path | str, label: str) -> dict:
     return cfg
 
 
-def _check_weights(d: Path, label: str) -> None:
+def _weights_problem(d: Path) -> str | None:
     present = [n for n in WEIGHT_FILES if (d / n).is_file()]
     if not present:
-        raise CheckpointError(
-            f"{_where(label, d)}: no weights ({', '.join(WEIGHT_FILES[:1] + WEIGHT_FILES[2:3])} or a sharded "
-            f"*.index.json); {COPY_FIX}"
-        )
+        return "no weights (model.safetensors, pytorch_model.bin or a sharded *.index.json)"
     index = next((n for n in present if n.endswith(".index.json")), None)
     if index and len(present) == 1:
         try:
             shards = sorted(set(json.loads((d / index).read_text(encoding="utf-8"))["weight_map"].values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            raise CheckpointError(
-                f"{_where(label, d)}: {index} is not a weight index (no weight_map); replace it with the release's"
-            ) from None
+            return f"{index} is not a weight index (no weight_map)"
         missing = [s for s in shards if not (d / str(s)).is_file()]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise CheckpointError(
-                f"{_where(label, d)}: {index} names weight shard {missing[0]}{more}, which is not there; {COPY_FIX}"
-            )
+            return f"{index} names weight shard {missing[0]}{more}, which is not there"
+    return None
 
 
-def _check_tokenizer(d: Path, label: str) -> None:
+def _tokenizer_problem(d: Path) -> str | None:
     if any((d / n).is_file() for n in TOKENIZER_FILES) or any(d.glob("*.tiktoken")):
-        return
-    raise CheckpointError(
-        f"{_where(label, d)}: no tokenizer files (tokenizer.json, tokenizer.model, vocab.json or vocab.txt, with "
-        f"tokenizer_config.json); {COPY_FIX}"
-    )
+        return None
+    return "no tokenizer files (tokenizer.json, tokenizer.model, vocab.json or vocab.txt, with tokenizer_config.json)"
 
 
-def _check_code(d: Path, cfg: Mapping, label: str) -> None:
+def _code_problem(d: Path, cfg: Mapping) -> str | None:
     auto = cfg.get("auto_map")
     if not isinstance(auto, Mapping):
-        return
+        return None
+    missing = []
     for ref in auto.values():
-        refs = ref if isinstance(ref, (list, tuple)) else [ref]
-        for r in refs:
+        for r in ref if isinstance(ref, (list, tuple)) else [ref]:
             if not isinstance(r, str) or "--" in r or "." not in r:
                 continue  # a hub reference ("repo--module.Class") or None: not a local file
-            module = r.rsplit(".", 1)[0]
-            f = d / (module.replace(".", "/") + ".py")
-            if not f.is_file():
-                raise CheckpointError(
-                    f"{_where(label, d)}: config.json's auto_map names {f.name}, which is not there; copy the "
-                    "model code files (*.py) of the release into the directory"
-                )
+            f = r.rsplit(".", 1)[0].replace(".", "/") + ".py"
+            if not (d / f).is_file() and f not in missing:
+                missing.append(f)
+    if missing:
+        return f"config.json's auto_map names {' and '.join(missing)}, not there (the model code *.py files)"
+    return None
 
 
 def check_dir(path: str | Path, label: str, needs: Needs = Needs()) -> dict:
     """Check a local checkpoint directory for what a family needs (see the module doc); returns its
-    ``config.json``."""
+    ``config.json``. Everything missing is named in the one line."""
     d = Path(path)
     if not d.exists():
         raise CheckpointError(f"{_where(label, d)}: no such directory")
     if not d.is_dir():
         raise CheckpointError(f"{_where(label, d)}: is a file; pass the checkpoint's directory")
     cfg = read_config_file(d, label)
-    if needs.code:
-        _check_code(d, cfg, label)
-    if needs.weights:
-        _check_weights(d, label)
-    if needs.tokenizer:
-        _check_tokenizer(d, label)
+    problems = [
+        p
+        for p in (
+            _weights_problem(d) if needs.weights else None,
+            _tokenizer_problem(d) if needs.tokenizer else None,
+            _code_problem(d, cfg) if needs.code else None,
+        )
+        if p
+    ]
+    if problems:
+        raise CheckpointError(f"{_where(label, d)}: {'; '.join(problems)}; {COPY_FIX}")
     return cfg
 
 
