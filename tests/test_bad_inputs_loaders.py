@@ -238,8 +238,7 @@ def test_a2d_takes_the_tokenizers_mask_over_a_disagreeing_config(tmp_path):
     ref = load_a2d(str(d), dtype="float32")
     wrong = ref.mask_token_id + 1
     _edit_json(d / "config.json", mask_token_id=wrong)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with pytest.warns(UserWarning, match=f"config.json's mask_token_id {wrong} differs"):
         m = load_a2d(str(d), dtype="float32")
     assert m.mask_token_id == ref.mask_token_id == m.tokenizer.convert_tokens_to_ids("<|mask|>")
     notes = [w for w in m.load_warnings if "config.json's mask_token_id" in w]

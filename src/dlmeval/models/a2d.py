@@ -27,6 +27,7 @@ Quirks kept here (docs/models.md, "A2D"):
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 
 import torch
@@ -269,6 +270,8 @@ def load_hf_bidirectional(
     if m.block_size is not None and cfg.get("block_size") is not None:
         m.block_size = int(cfg["block_size"])
     m.load_warnings = notes
+    for note in notes:  # shown where the model is used, not only by check-model
+        warnings.warn(note, UserWarning, stacklevel=3)
     return m
 
 
