@@ -288,3 +288,22 @@ def test_a_mask_constant_past_the_table_is_one_line(tmp_path, capsys):
     rc, err = _score(capsys, tmp_path, "llada-moe", d, True)
     assert rc == 2
     assert "the mask id 156895" in _the_line(err) and "past the embedding table" in _the_line(err)
+
+
+def test_hf_directory_with_only_config_json_in_a_real_process(tmp_path):
+    """The issue's own command, as a user runs it (a separate process, so nothing but the CLI's own handling stands
+    between an exception and a traceback): one line, exit code 2."""
+    import os
+    import subprocess
+    import sys
+
+    d = _broken(tmp_path, "bert-chat", only_config)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    argv = ["--store", str(tmp_path / "runs.sqlite"), "--no-progress", "score", "--model", f"hf:{d}", *FAST]
+    r = subprocess.run(
+        [sys.executable, "-m", "dlmeval", *argv], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("dlmeval: error: masked LM checkpoint"), r.stderr
+    assert "no weights" in r.stderr and "no tokenizer files" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "runs.sqlite").exists()
