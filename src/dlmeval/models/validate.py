@@ -230,8 +230,9 @@ def from_pretrained_checked(auto_cls: Any, path: str | Path, label: str, *, stri
         module, info = auto_cls.from_pretrained(str(path), output_loading_info=True, **kw)
     except RuntimeError as e:
         if "size mismatch" in str(e):
+            which = next(ln.strip() for ln in str(e).splitlines() if "size mismatch" in ln)
             raise CheckpointError(
-                f"{_where(label, path)}: a weight's shape does not match config.json ({first_line(e)[:200]}); the "
+                f"{_where(label, path)}: a weight's shape does not match config.json ({which[:240]}); the "
                 "config and the weights come from different checkpoints: use the release's config.json"
             ) from None
         raise
