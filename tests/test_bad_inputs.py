@@ -132,7 +132,7 @@ SCORE_CASES = [
     ("model-spec", ["--candidates", "a cat", "--text", "--config", "marginal", "--model", "tiny-brt"],
      "unknown model spec"),
     ("no-weights", ["--candidates", "a cat", "--text", "--config", "marginal", "--model", "hf:{base}/noweights"],
-     "cannot load model"),
+     "no weights (model.safetensors"),
     ("truncated", ["--candidates", "a cat", "--text", "--config", "marginal", "--model", "hf:{base}/truncated"],
      "damaged or truncated"),
 ]  # fmt: skip
@@ -344,7 +344,7 @@ def test_api_raises_typed_errors(base, tmp_path):
     from dlmeval.models import load_causal_lm, load_diffusion
     from dlmeval.scoring import DiffScorer
 
-    with pytest.raises(ModelNotFoundError, match="cannot load model"):
+    with pytest.raises(ModelNotFoundError, match="no weights"):
         load_diffusion(f"hf:{base}/noweights")
     with pytest.raises(ModelNotFoundError, match="truncated"):
         load_diffusion(f"hf:{base}/truncated")

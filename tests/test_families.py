@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from dlmeval.cli.main import main
-from dlmeval.errors import InputError
+from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import load_diffusion, tiny_model
 from dlmeval.models.checks import check_alignment, check_mask, run_checks
 from dlmeval.models.standins import standin_checkpoint
@@ -276,10 +276,21 @@ def test_llada_config_without_mask_id_gets_the_warned_fallback_not_the_config_cl
 
     d = _without("llada", tmp_path, "mask_token_id")
     assert AutoConfig.from_pretrained(d, trust_remote_code=True).mask_token_id == 50256  # the trap
+    # the warned fallback is the released 8B id, past the stand-in's 160-row table: refused at load (issue 32),
+    # where it used to load and fail in the first pass that reads a mask
     with pytest.warns(UserWarning, match="documented fallback mask id 126336"):
+        with pytest.raises(
+            CheckpointError, match=r"the mask id 126336 .*past the embedding table \(160 rows"
+        ):
+            load_diffusion(f"llada:{d}", trust_remote_code=True)
+    # a config mask id inside the table but outside the tokenizer loads, and check-model says so
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "mask_token_id": cfg["vocab_size"] - 1}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         m = load_diffusion(f"llada:{d}", trust_remote_code=True)
-    assert m.mask_token_id == 126336 and any("fallback mask id" in w for w in m.load_warnings)
-    row = check_mask(m)  # the stand-in's tokenizer has no id 126336: check-model says so
+    assert m.mask_token_id == cfg["vocab_size"] - 1 >= len(m.tokenizer)
+    row = check_mask(m)
     assert row.passed is False and "outside the tokenizer" in row.detail
 
 
@@ -356,11 +367,12 @@ def test_check_model_fails_a_dream_config_and_tokenizer_without_a_mask(tmp_path)
     tc = json.loads((d / "tokenizer_config.json").read_text())
     tc["mask_token"] = None  # a tokenizer with no mask role either
     (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    # the warned fallback 151666 is past the stand-in's 160-row table: one line at load (issue 32), not a check-model
+    # row after an IndexError-prone load
     with pytest.warns(UserWarning, match="documented fallback mask id 151666"):
-        m = load_diffusion(f"dream:{d}", trust_remote_code=True)
-    rows = {c.name: c for c in run_checks(m)}
-    assert rows["mask id"].passed is False and "fallback mask id 151666" in rows["mask id"].detail
-    assert main(["check-model", f"dream:{d}", "--trust-remote-code"]) == 1
+        with pytest.raises(CheckpointError, match="the mask id 151666"):
+            load_diffusion(f"dream:{d}", trust_remote_code=True)
+    assert main(["check-model", f"dream:{d}", "--trust-remote-code"]) == 2
 
 
 def test_sampler_row_compares_at_several_steps_and_catches_an_inherited_top_k(dream, monkeypatch):

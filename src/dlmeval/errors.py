@@ -13,6 +13,11 @@ class ModelNotFoundError(InputError):
     """A model that is not on disk (dlmeval never downloads unless asked)."""
 
 
+class CheckpointError(ModelNotFoundError):
+    """A checkpoint directory with a missing, unreadable or inconsistent file; the message names the file and the
+    fix (:mod:`dlmeval.models.validate`)."""
+
+
 class DataFormatError(InputError):
     """A malformed data file; the message names the file and the line."""
 

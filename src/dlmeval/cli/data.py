@@ -63,7 +63,20 @@ def add_fetch(sub) -> None:
         action="store_true",
         help="do nothing when the data directory dlmeval reads already holds every named file",
     )
-    sp.add_argument("--timeout", type=float, default=60.0, help="seconds per connection (default 60)")
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="give a file up after S seconds without a byte, connecting or reading (default 60)",
+    )
+    sp.add_argument(
+        "--deadline",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="give a file up when it is not done after S seconds, however slowly bytes come (default 600)",
+    )
     _common(sp)
     sp.set_defaults(func=run_fetch)
 
@@ -134,6 +147,9 @@ def run_fetch(args: argparse.Namespace) -> int:
     from dlmeval.data import fetch as fetching
     from dlmeval.data.paths import fetch_dir
 
+    fetching.check_base_url(args.base_url)  # before anything else: a typo is one line, not a traceback
+    fetching.check_seconds(args.timeout, "--timeout")
+    fetching.check_seconds(args.deadline, "--deadline")
     files = catalog.resolve(args.names)
     quiet = getattr(args, "json", False)
     skipped = []
@@ -167,6 +183,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         target,
         base_url=args.base_url,
         timeout=args.timeout,
+        deadline=args.deadline,
         echo=None if quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
     )
     got = [d.file.name for d in done if d.action == "fetched"]

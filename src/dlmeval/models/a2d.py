@@ -27,14 +27,16 @@ Quirks kept here (docs/models.md, "A2D"):
 from __future__ import annotations
 
 import dataclasses
-import json
+import warnings
 from pathlib import Path
 
 import torch
 
-from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.errors import CheckpointError, ModelNotFoundError
+from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.tokens import vocab_id
 
 #: dllm's A2D model types and the transformers base types their state dicts are
 A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
@@ -123,21 +125,27 @@ class A2DBlockLM(A2DLM):
         return self._run_4d(input_ids, inputs_embeds, mask4, pos, output_hidden_states)
 
 
-def read_config(path: str, types: dict[str, str]) -> tuple[dict, str]:
-    """``(config dict, base model type)`` of a checkpoint whose ``model_type`` is one of ``types``."""
-    f = Path(path) / "config.json"
-    if not f.exists():
-        raise ModelNotFoundError(f"{path}: no config.json; pass a checkpoint directory")
-    cfg = json.loads(f.read_text())
-    mt = str(cfg.get("model_type", ""))
+def read_config(path: str, types: dict[str, str], label: str = "A2D") -> tuple[dict, str]:
+    """``(config dict, base model type)`` of a local checkpoint directory whose ``model_type`` is one of ``types``,
+    after :func:`dlmeval.models.validate.check_dir` (config, weights and tokenizer files present)."""
+    cfg = validate.check_dir(path, label)
+    mt = str(cfg.get("model_type", "") or "")
     if mt not in types:
-        raise InputError(f"{path} is a {mt!r} model, not one of {sorted(types)}; use the matching spec")
+        raise CheckpointError(
+            f"{path} is a{' ' + repr(mt) if mt else ''} model"
+            + ("" if mt else " with no model_type in config.json")
+            + f", not {label} (model_type {' / '.join(sorted(types))}); use the spec of its family (see "
+            "`dlmeval models`)"
+        )
     return cfg, types[mt]
 
 
-def build_causal_module(path: str, cfg: dict, base: str, *, dtype, device, allow_download: bool = False):
+def build_causal_module(
+    path: str, cfg: dict, base: str, *, dtype, device, allow_download: bool = False, label: str = "A2D"
+):
     """The transformers ``*ForCausalLM`` of base type ``base`` with ``path``'s weights (its own ``model_type``
-    and ``auto_map`` set aside, so no remote code runs)."""
+    and ``auto_map`` set aside, so no remote code runs); weights that do not fit that class are refused
+    (:func:`dlmeval.models.validate.from_pretrained_checked`)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from dlmeval.models.base import place_kwargs
@@ -149,26 +157,57 @@ def build_causal_module(path: str, cfg: dict, base: str, *, dtype, device, allow
     }
     from dlmeval.models.hub import local_files_only
 
-    config = AutoConfig.for_model(base, **d)
+    try:
+        config = AutoConfig.for_model(base, **d)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(
+            f"{path}: config.json does not make a {base} config ({validate.first_line(e)}); use the release's "
+            "config.json"
+        ) from None
     offline = local_files_only(path, allow_download)
-    module = AutoModelForCausalLM.from_pretrained(
-        path, config=config, dtype=dtype, local_files_only=offline, **place_kwargs(device)
+    module, _ = validate.from_pretrained_checked(
+        AutoModelForCausalLM,
+        path,
+        label,
+        config=config,
+        dtype=dtype,
+        local_files_only=offline,
+        **place_kwargs(device),
     )
     return module
 
 
-def _mask_id(tok, label: str, path: str) -> tuple[int, list[str]]:
-    if tok.mask_token_id is not None:
-        return int(tok.mask_token_id), []
-    tid = tok.convert_tokens_to_ids(MASK_TOKEN)
-    if isinstance(tid, int) and tid != tok.unk_token_id:
-        return tid, [
-            f"{label}: the tokenizer names no mask token; using {MASK_TOKEN} ({tid}), as dllm adds it"
-        ]
-    raise InputError(
-        f"{label} checkpoint {path}: the tokenizer has no mask token and no {MASK_TOKEN}; add it "
-        "(tokenizer.add_special_tokens({'mask_token': '<|mask|>'})) or pass a converted dllm checkpoint"
-    )
+def _mask_id(tok, label: str, path: str, cfg: dict) -> tuple[int, list[str]]:
+    """dllm's rule: ``get_tokenizer`` makes ``<|mask|>`` the mask token and every sampler reads
+    ``tokenizer.mask_token_id``; a config's ``mask_token_id`` is never read (a disagreeing one is a load warning,
+    the tokenizer's id is used). A tokenizer without ``<|mask|>`` falls back to its own mask role, warned."""
+    notes = []
+    tid = vocab_id(tok, MASK_TOKEN)
+    role = tok.mask_token_id
+    if tid is not None:
+        mid = tid
+        if role is not None and role != tid:
+            notes.append(
+                f"{label}: the tokenizer's mask token is {tok.mask_token} ({role}), not {MASK_TOKEN}; using "
+                f"{MASK_TOKEN} ({tid}), the mask token dllm's get_tokenizer sets"
+            )
+    elif role is not None:
+        mid = int(role)
+        notes.append(
+            f"{label}: the tokenizer has no {MASK_TOKEN}; using its mask token {tok.mask_token} ({mid})"
+        )
+    else:
+        raise CheckpointError(
+            f"{label} checkpoint {path}: the tokenizer has no mask token and no {MASK_TOKEN}; add it "
+            "(tokenizer.add_special_tokens({'mask_token': '<|mask|>'})) or pass a converted dllm checkpoint"
+        )
+    cm = cfg.get("mask_token_id")
+    if isinstance(cm, int) and not isinstance(cm, bool) and cm != mid:
+        notes.append(
+            f"{label}: config.json's mask_token_id {cm} differs from the tokenizer's mask id {mid}; using {mid}, as "
+            "dllm does (its samplers take the mask id from the tokenizer and never read the config's)"
+        )
+    return mid, notes
 
 
 def load_hf_bidirectional(
@@ -185,8 +224,6 @@ def load_hf_bidirectional(
 ) -> DiffusionLM:
     """Load an AR-converted checkpoint as ``cls`` (A2D, DiffuLLaMA): special ids from the tokenizer and chat
     template, the module as its transformers base class."""
-    from transformers import AutoTokenizer
-
     from dlmeval.models.base import place, resolve_device, resolve_dtype
     from dlmeval.models.tokens import end_of_turn_ids
 
@@ -199,18 +236,23 @@ def load_hf_bidirectional(
         from huggingface_hub import snapshot_download
 
         path = snapshot_download(path)
-    cfg, base = read_config(path, types)
+    cfg, base = read_config(path, types, label)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tok = validate.load_tokenizer(path, label, local_files_only=True)
     tok.padding_side = "left"
-    mid, notes = (mask_resolver or _mask_id)(tok, label, path)
-    module = place(build_causal_module(path, cfg, base, dtype=dt, device=device), dev, device).eval()
+    mid, notes = (mask_resolver or _mask_id)(tok, label, path, cfg)
     eos = [t for t in (tok.eos_token_id,) if t is not None]
     eos += [t for t in end_of_turn_ids(tok) if t not in eos]
     if not eos:
-        raise InputError(f"{label} checkpoint {path}: the tokenizer names no EOS token")
+        raise CheckpointError(
+            f"{label} checkpoint {path}: the tokenizer names no EOS token; use the release's tokenizer files"
+        )
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
+    ids = {"mask id": mid, "pad id": pad, "BOS id": tok.bos_token_id}
+    validate.check_ids_fit(ids, validate.embedding_rows(cfg), path, label, tokenizer=tok)
+    module = build_causal_module(path, cfg, base, dtype=dt, device=device, label=label)
+    module = place(module, dev, device).eval()
     m = cls(
         module,
         tok,
@@ -228,6 +270,8 @@ def load_hf_bidirectional(
     if m.block_size is not None and cfg.get("block_size") is not None:
         m.block_size = int(cfg["block_size"])
     m.load_warnings = notes
+    for note in notes:  # shown where the model is used, not only by check-model
+        warnings.warn(note, UserWarning, stacklevel=3)
     return m
 
 
@@ -249,7 +293,8 @@ def load_a2d(
 _EXAMPLE = "a2d:./Qwen3-0.6B-diffusion-mdlm"
 _QUIRKS = (
     "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
-    "<|mask|> added by dllm's get_tokenizer: the tokenizer's mask role or that token's id",
+    "<|mask|> made the mask token by dllm's get_tokenizer: that token's id (the tokenizer's mask role only "
+    "without it); a config mask_token_id is not read (a disagreeing one is warned about), as in dllm",
     "Qwen2 q/k/v biases; Qwen3 per-head q/k RMSNorm",
 )
 FAMILY = register_family(

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
+from dlmeval.models import validate
 from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 from dlmeval.models.hf_mlm import HFMaskedLM
 
@@ -49,7 +50,7 @@ def bert_chat_eos(tok) -> list[int]:
 def load_bert_chat(
     path: str, *, device=None, dtype=None, allow_download: bool = False, name=None
 ) -> BertChatLM:
-    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForMaskedLM
 
     from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
 
@@ -60,6 +61,9 @@ def load_bert_chat(
     from dlmeval.models.hub import local_files_only
 
     kw = {"local_files_only": local_files_only(path, allow_download)}
+    if Path(path).exists():  # a local directory: its files checked before anything is built
+        raw = validate.check_dir(path, "BERT-Chat")
+        validate.check_model_type(raw, ("bert",), path, "a BERT-style masked LM")
     cfg = AutoConfig.from_pretrained(path, **kw)
     if "bert" not in str(getattr(cfg, "model_type", "")):
         raise InputError(
@@ -67,18 +71,28 @@ def load_bert_chat(
         )
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
-    tok = AutoTokenizer.from_pretrained(path, **kw)
+    tok = validate.load_tokenizer(path, "BERT-Chat", **kw)
     if tok.mask_token_id is None:
-        raise InputError(f"BERT-Chat checkpoint {path}: the tokenizer has no mask token")
+        raise CheckpointError(
+            f"BERT-Chat checkpoint {path}: the tokenizer has no mask token; use the release's tokenizer files"
+        )
+    validate.check_ids_fit(
+        {"mask id": tok.mask_token_id, "pad id": tok.pad_token_id},
+        int(getattr(cfg, "vocab_size", 0) or 0) or None,
+        path,
+        "BERT-Chat",
+        tokenizer=tok,
+    )
     notes = []
     if not getattr(tok, "chat_template", None):
         tok.chat_template = BERT_CHAT_TEMPLATE
         notes.append("bert-chat: the tokenizer ships no chat template; using dllm's BERT-Chat template")
     if tok.eos_token_id is None:
         notes.append("bert-chat: the tokenizer names no EOS; the pad token ends a text (as dllm trains it)")
-    module = place(
-        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
+    module, _ = validate.from_pretrained_checked(
+        AutoModelForMaskedLM, path, "BERT-Chat", dtype=dt, **kw, **place_kwargs(device)
     )
+    module = place(module, dev, device)
     m = BertChatLM(
         module.eval(),
         tok,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
+from dlmeval.models import validate
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype, state_dict_sha256
 from dlmeval.models.causal import HFCausalLM
 from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
@@ -56,13 +57,28 @@ def load_causal(
     from dlmeval.models.hub import local_files_only
 
     kw = {"local_files_only": local_files_only(path, allow_download), "trust_remote_code": trust_remote_code}
-    cfg = AutoConfig.from_pretrained(path, **kw)
+    if p.exists():  # a local directory: its files checked before anything is built
+        validate.check_dir(p, "causal LM", validate.Needs(code=trust_remote_code))
+    try:
+        cfg = AutoConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(
+            f"causal LM checkpoint {path}: config.json cannot be read ({validate.first_line(e)}); use the "
+            "release's config.json"
+        ) from None
     if getattr(cfg, "is_encoder_decoder", False) or "ForMaskedLM" in " ".join(cfg.architectures or []):
         raise InputError(f"{path} is not a causal LM ({cfg.architectures}); use hf: for masked LMs")
-    tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = place(
-        AutoModelForCausalLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device
+    tok = validate.load_tokenizer(path, "causal LM", **kw)
+    module, _ = validate.from_pretrained_checked(
+        AutoModelForCausalLM,
+        path,
+        "causal LM",
+        strict=not trust_remote_code,
+        dtype=dt,
+        **kw,
+        **place_kwargs(device),
     )
+    module = place(module, dev, device)
     return HFCausalLM(
         module,
         tok,

@@ -18,7 +18,7 @@ Quirks kept here (docs/models.md, "DiffuLLaMA"):
 
 from __future__ import annotations
 
-from dlmeval.errors import InputError
+from dlmeval.errors import CheckpointError
 from dlmeval.models.a2d import HFBidirectionalLM, load_hf_bidirectional
 from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
@@ -29,9 +29,9 @@ class DiffuLLaMALM(HFBidirectionalLM):
     block_attention = False  # full attention only
 
 
-def _mask_id(tok, label: str, path: str) -> tuple[int, list[str]]:
+def _mask_id(tok, label: str, path: str, cfg: dict) -> tuple[int, list[str]]:
     if tok.mask_token_id is None:
-        raise InputError(
+        raise CheckpointError(
             f"{label} checkpoint {path}: the tokenizer has no mask token; DiffuLLaMA's tokenizer adds one "
             "(tokenizer.add_special_tokens({'mask_token': '[MASK]'})): use its released tokenizer files"
         )

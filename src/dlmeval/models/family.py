@@ -113,6 +113,9 @@ class Family:
     max_length_key: str = "max_position_embeddings"
     mask_sources: tuple[str, ...] = MASK_SOURCES
     default_mask_id: int | None = None  # the documented fallback, used with a warning
+    #: the mask token's text the family's own code sets (dllm's get_tokenizer: ``<|mask|>``), looked up in the
+    #: tokenizer's vocabulary when none of ``mask_sources`` names an id (before ``default_mask_id``)
+    mask_token: str | None = None
     default_eos_ids: tuple[int, ...] = ()
     bos: str = "tokenizer"
     padding_side: str = "right"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dlmeval.errors import InputError
+from dlmeval.errors import CheckpointError, InputError
+from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut
 from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
 
@@ -54,12 +55,32 @@ class HFMaskedLM(DiffusionLM):
         return hidden
 
 
+def check_hf_dir(path: str, trust_remote_code: bool = False) -> dict:
+    """A local ``hf:`` directory: config.json, weights and tokenizer files present, and a ``model_type``
+    transformers knows (or an ``auto_map`` with ``--trust-remote-code``); returns the config."""
+    from transformers import CONFIG_MAPPING
+
+    cfg = validate.check_dir(path, "masked LM")
+    mt = cfg.get("model_type")
+    if not isinstance(mt, str) or not mt:
+        raise CheckpointError(
+            f"masked LM checkpoint {path}: config.json has no model_type; use the release's config.json"
+        )
+    if mt not in CONFIG_MAPPING and not (trust_remote_code and cfg.get("auto_map")):
+        raise CheckpointError(
+            f"{path} is a {mt!r} model, which transformers does not know; use the spec of its family (see "
+            "`dlmeval models`)"
+            + (", or --trust-remote-code for a checkpoint that ships its code" if cfg.get("auto_map") else "")
+        )
+    return cfg
+
+
 def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
     """``hf:PATH``: ``AutoModelForMaskedLM`` + ``AutoTokenizer`` from a local directory (a hub id only with
     ``allow_download``); a causal LM directory is refused with the spec to use."""
     from pathlib import Path
 
-    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForMaskedLM
 
     from dlmeval.errors import ModelNotFoundError
     from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
@@ -76,10 +97,14 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
         "local_files_only": local_files_only(path, opts.allow_download),
         "trust_remote_code": opts.trust_remote_code,
     }
+    if Path(path).exists():  # a local directory: its files checked before anything is built
+        check_hf_dir(path, opts.trust_remote_code)
     try:
         cfg = AutoConfig.from_pretrained(path, **kw)
     except (OSError, ValueError) as e:
-        raise ModelNotFoundError(f"cannot read a model config from {path!r}: {e}") from None
+        raise ModelNotFoundError(
+            f"cannot read a model config from {path!r}: {validate.first_line(e)}"
+        ) from None
     archs = " ".join(cfg.architectures or [])
     if "CausalLM" in archs:
         raise InputError(
@@ -87,12 +112,22 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
         )
     dev = resolve_device(opts.device)
     dt = resolve_dtype(opts.dtype, dev)
-    tok = AutoTokenizer.from_pretrained(path, **kw)
-    module = place(
-        AutoModelForMaskedLM.from_pretrained(path, dtype=dt, **kw, **place_kwargs(opts.device)),
-        dev,
-        opts.device,
+    tok = validate.load_tokenizer(path, "masked LM", **kw)
+    if tok.mask_token_id is None:
+        raise InputError(
+            f"{path}: the tokenizer has no mask token; it is not a masked LM (see `dlmeval models`)"
+        )
+    validate.check_ids_fit(
+        {"mask id": tok.mask_token_id, "pad id": tok.pad_token_id},
+        int(getattr(cfg, "vocab_size", 0) or 0) or None,
+        path,
+        "masked LM",
+        tokenizer=tok,
     )
+    module, _ = validate.from_pretrained_checked(
+        AutoModelForMaskedLM, path, "masked LM", dtype=dt, **kw, **place_kwargs(opts.device)
+    )
+    module = place(module, dev, opts.device)
     return HFMaskedLM(
         module,
         tok,

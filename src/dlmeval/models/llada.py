@@ -18,8 +18,9 @@ The family's facts are its registration at the end of this module (:mod:`dlmeval
 
 from __future__ import annotations
 
+from dlmeval.errors import CheckpointError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
+from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family, standin_loader
 from dlmeval.models.remote import remote_loader
 
 LLADA_MASK_ID = 126336
@@ -37,11 +38,28 @@ class LLaDALM(DiffusionLM):
         return RunOut.of(self.module(**kw), output_hidden_states)
 
 
+def _refuse_moe(path: str) -> None:
+    """A LLaDA-MoE directory (its config names ``num_experts``; its ``model_type`` is also ``llada``) is refused
+    with the spec to use, instead of loading under the dense family's facts."""
+    from dlmeval.models.lladamoe import is_moe_config
+
+    if is_moe_config(path):
+        raise CheckpointError(
+            f"{path} is a LLaDA-MoE checkpoint (config.json names num_experts), not dense LLaDA; use llada-moe:{path}"
+        )
+
+
 def load_llada(path: str, **kw) -> LLaDALM:
     """Load a LLaDA checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
     from dlmeval.models.remote import load_remote_family
 
+    _refuse_moe(path)
     return load_remote_family(FAMILY, path, **kw)
+
+
+def _load(path: str, opts: LoadOptions) -> LLaDALM:
+    _refuse_moe(path)
+    return remote_loader("llada")(path, opts)
 
 
 FAMILY = register_family(
@@ -51,7 +69,7 @@ FAMILY = register_family(
         prefix="llada",
         description="LLaDA family (mask 126336, left padding); remote code only with --trust-remote-code",
         adapter=LLaDALM,
-        load=remote_loader("llada"),
+        load=_load,
         standin="tiny-llada",
         load_standin=standin_loader("llada"),
         standin_description="LLaDA stand-in: a checkpoint directory with auto_map and dlmeval's own "

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError
+from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, path_loader, register_family, standin_loader
 
@@ -70,8 +71,10 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
     """Load a LLaDA-MoE checkpoint directory (keywords of :func:`dlmeval.models.remote.load_remote_family`)."""
     from dlmeval.models.remote import load_remote_family
 
-    if Path(path).exists() and not is_moe_config(path):
-        raise InputError(f"{path} has no num_experts in its config: not a LLaDA-MoE checkpoint (use llada:)")
+    if Path(path).is_dir() and "num_experts" not in validate.read_config_file(path, "lladamoe"):
+        raise InputError(
+            f"{path} has no num_experts in its config.json: not a LLaDA-MoE checkpoint; use llada:{path}"
+        )
     return load_remote_family(FAMILY, path, **kw)
 
 
@@ -92,6 +95,7 @@ FAMILY = register_family(
         model_type="llada",  # the released config says "llada"; dllm's edit says "lladamoe": both contain it
         max_length_key="max_position_embeddings",
         mask_sources=("config", "tokenizer"),
+        mask_token="<|mask|>",  # dllm's get_tokenizer: add_special_tokens({"mask_token": "<|mask|>"})
         default_mask_id=LLADA_MOE_MASK_ID,
         default_eos_ids=(LLADA_MOE_EOS_ID,),
         bos="tokenizer",

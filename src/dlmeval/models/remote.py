@@ -10,7 +10,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
+from dlmeval.models import validate
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
 from dlmeval.models.family import Family, LoadOptions
 
@@ -78,7 +79,7 @@ def load_remote_family(
     documented fallbacks only with a warning). ``random_init=SEED`` builds the architecture of ``path``'s config
     with seeded random weights instead of loading any (a directory with a config, code and tokenizer but no
     weights suffices)."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel
 
     from dlmeval.models.tokens import special_ids_from_files
 
@@ -99,17 +100,24 @@ def load_remote_family(
 
     offline = local_files_only(path, allow_download)
     kw = {"trust_remote_code": True, "local_files_only": offline}
-    cfg = AutoConfig.from_pretrained(path, **kw)
+    raw = None
+    if Path(path).exists():  # a local directory: its files checked before any of its code runs
+        raw = validate.check_dir(path, label, validate.Needs(weights=random_init is None, code=True))
+        if family.model_type:
+            validate.check_model_type(raw, (family.model_type,), path, label)
+    try:
+        cfg = AutoConfig.from_pretrained(path, **kw)
+    except (OSError, ValueError, TypeError) as e:
+        raise CheckpointError(
+            f"{label} checkpoint {path}: config.json cannot be read ({validate.first_line(e)}); use the release's "
+            "config.json and model code"
+        ) from None
     if family.model_type and family.model_type not in (getattr(cfg, "model_type", "") or "").lower():
         raise InputError(
             f"{path} is a {cfg.model_type!r} model, not {label}; use the matching spec (see `dlmeval models`)"
         )
-    tok = AutoTokenizer.from_pretrained(path, **kw)
+    tok = validate.load_tokenizer(path, label, **kw)
     tok.padding_side = family.padding_side
-    if random_init is None:
-        module = place(AutoModel.from_pretrained(path, dtype=dt, **kw, **place_kwargs(device)), dev, device)
-    else:
-        module = _random_module(AutoModel, cfg, dt, dev, int(random_init))
     mid, eos, notes = special_ids_from_files(
         tok,
         _file_config(path, {"local_files_only": offline}),
@@ -120,8 +128,20 @@ def load_remote_family(
         default_mask=family.default_mask_id,
         default_eos=family.default_eos_ids,
         sources=family.mask_sources,
+        mask_token=family.mask_token,
     )
     pad = tok.pad_token_id if tok.pad_token_id is not None else getattr(cfg, "pad_token_id", None)
+    rows = validate.embedding_rows(raw if raw is not None else vars(cfg))
+    bos = tok.bos_token_id
+    validate.check_ids_fit({"mask id": mid, "pad id": pad, "BOS id": bos}, rows, path, label, tokenizer=tok)
+    if random_init is None:
+        module, unused = validate.from_pretrained_checked(
+            AutoModel, path, label, strict=False, dtype=dt, **kw, **place_kwargs(device)
+        )
+        module = place(module, dev, device)
+        notes = notes + unused
+    else:
+        module = _random_module(AutoModel, cfg, dt, dev, int(random_init))
     m = family.adapter(
         module,
         tok,

@@ -28,6 +28,19 @@ def _ints(v: Any) -> list[int]:
     return []
 
 
+def vocab_id(tokenizer: Any, token: str) -> int | None:
+    """The id of ``token`` in the tokenizer's vocabulary, or None (an unknown token maps to the unknown id)."""
+    try:
+        tid = tokenizer.convert_tokens_to_ids(token)
+    except Exception:  # a tokenizer that cannot look a token up
+        return None
+    if not isinstance(tid, int) or isinstance(tid, bool):
+        return None
+    if tid == getattr(tokenizer, "unk_token_id", None) and token != getattr(tokenizer, "unk_token", None):
+        return None
+    return tid
+
+
 def end_of_turn_ids(tokenizer: Any) -> list[int]:
     """The special token(s) the chat template puts right after an assistant message's content (empty without a
     template)."""
@@ -68,10 +81,12 @@ def special_ids_from_files(
     default_mask: int | None = None,
     default_eos: Sequence[int] = (),
     sources: Sequence[str] = ("config", "generation config", "tokenizer"),
+    mask_token: str | None = None,
 ) -> tuple[int, tuple[int, ...], list[str]]:
     """``(mask_id, eos_ids, warnings)`` from the checkpoint's files; see the module doc. ``sources``: where a
     mask id is looked for, first found first (``config`` should be the config *file*'s values, not a config
-    class that fills in its own defaults)."""
+    class that fills in its own defaults); ``mask_token``: the token text the family's own code makes the mask
+    token, looked up in the vocabulary when no source names an id (before ``default_mask``, with a note)."""
     notes: list[str] = []
     n_tok = len(tokenizer) if hasattr(tokenizer, "__len__") else None
 
@@ -91,6 +106,12 @@ def special_ids_from_files(
                 + ", ".join(f"{w} ({v})" for w, v in named)
                 + f"; using the {named[0][0]}'s {mask}"
             )
+    elif mask_token is not None and vocab_id(tokenizer, mask_token) is not None:
+        mask = int(vocab_id(tokenizer, mask_token))
+        notes.append(
+            f"{family}: neither the config file nor the tokenizer names a mask id; using {mask_token} ({mask}) from "
+            "the tokenizer's vocabulary, the mask token the family's own code sets"
+        )
     elif default_mask is not None:
         mask = int(default_mask)
         notes.append(
