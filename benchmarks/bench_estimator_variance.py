@@ -1,10 +1,10 @@
 """Variance of every DiffScore estimator option against the paper's estimator at equal forward passes.
 
-    .venv/bin/python benchmarks/bench_estimator_variance.py --quick      # 12 + 12 texts, a few minutes on 2 cores
+    .venv/bin/python benchmarks/bench_estimator_variance.py --quick      # 8 + 8 texts of 7-8 tokens, 60 reps
     .venv/bin/python benchmarks/bench_estimator_variance.py              # the issue's 40 + 40 texts, 200 reps
     .venv/bin/python benchmarks/bench_estimator_variance.py --direct     # real-length sentences, scored directly
 
-Default (exact tables): texts of 7-9 tokens, ``--items`` SummEval sentences (the first such sentence of a candidate
+Default (exact tables): texts of 7 to ``--max-tokens`` (9) tokens, ``--items`` SummEval sentences (the first such sentence of a candidate
 of each document) and as many sentences of the held-out split of the default model's corpus; for each text the
 default model scores *every* mask pattern once (``2^L - 1`` forward rows, DiffScore ``marginal``), so the exact
 expectation of the paper's estimator is known and every estimator option can be drawn ``--reps`` times per text
@@ -120,7 +120,7 @@ def run_tables(a, model) -> dict:
     scorer = DiffScorer(model)
 
     def fits(s: str) -> bool:
-        return 7 <= scorer.formatter.layout("marginal", s, None).n_tokens("candidate") <= 9
+        return 7 <= scorer.formatter.layout("marginal", s, None).n_tokens("candidate") <= a.max_tokens
 
     its = texts(a.items, fits)
     t0 = time.perf_counter()
@@ -185,18 +185,21 @@ def run_direct(a, model) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="12 + 12 texts, 100 replicates")
+    p.add_argument("--quick", action="store_true", help="8 + 8 texts of at most 8 tokens, 60 replicates")
     p.add_argument("--direct", action="store_true", help="real-length sentences scored through DiffScorer")
     p.add_argument("--items", type=int, default=40, help="SummEval sentences, and as many held-out sentences")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--ref", type=int, default=256, help="passes of the reference (the paper's estimator)")
+    p.add_argument(
+        "--max-tokens", type=int, default=9, help="longest text of the exact tables (2^L - 1 rows)"
+    )
     p.add_argument("--weighting", default="mlp")
     p.add_argument("--options", nargs="+", default=list(OPTIONS), choices=SCHEMES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
     if a.quick:
-        a.items, a.reps = 12, 100
+        a.items, a.reps, a.max_tokens = 8, 60, 8
     import torch
 
     from dlmeval.models import load_diffusion

@@ -125,8 +125,8 @@ def add_estimator_group(p) -> argparse._ArgumentGroup:
         "--scheme",
         default=None,
         choices=SCHEMES,
-        help="combined (default: an exact t=1 pass, stratified (rate, size) draws in complementary tiled pairs and "
-        "a control variate; the paper's expectation at about a third of its variance), independent (the paper's "
+        help="combined (default: an exact t=1 pass, stratified tiled (rate, size) draws and a control variate; the "
+        "paper's expectation at about a third of its variance), independent (the paper's "
         "Bernoulli masks), balanced (the former default), exact-count (round(t L) tokens per mask, another "
         "estimand), pll (exact: every single-token mask); reuse, stratified, antithetic, control, importance: "
         "one tool each (dlmeval.scoring.stratified)",

@@ -71,7 +71,7 @@ MASKING = {
     "antithetic": "bernoulli (rate, size) cells, complementary pairs; exact t=1 pass",
     "control": f"bernoulli (rate, size) cells, independent; exact t=1 pass; control variate beta={CONTROL_BETA}",
     "importance": "bernoulli (rate, size) cells, proposal p/sqrt(m), weighted p/q; exact t=1 pass",
-    "combined": "bernoulli (rate, size) cells, stratified + complementary pairs + tiled; exact t=1 pass; "
+    "combined": "bernoulli (rate, size) cells, stratified + tiled; exact t=1 pass; "
     f"control variate beta={CONTROL_BETA}",
 }
 
