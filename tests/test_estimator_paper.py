@@ -304,7 +304,7 @@ def test_cli_score_preset_paper_records_the_resolved_settings(capsys):
     assert (cfg["n_masks"], cfg["n_rates"], cfg["scheme"], cfg["preset"]) == (6, 5, "independent", None)
     assert main([*base, "--candidates", "the cat", "--json"]) == 0
     cfg = json.loads(capsys.readouterr().out)["config"]
-    assert (cfg["scheme"], cfg["preset"]) == ("balanced", "standard")
+    assert (cfg["scheme"], cfg["preset"]) == ("combined", "standard")
     with pytest.raises(SystemExit):  # argparse refuses an unknown preset
         main([*base, "--candidates", "the cat", "--preset", "papr"])
 
@@ -329,6 +329,6 @@ def test_meta_eval_preset_reaches_the_suite_options():
         "scheme": "independent",
         "weighting": "elbo",
     }
-    assert opts().estimator()["scheme"] == "balanced" and opts("--fast").estimator()["n_masks"] == 5
+    assert opts().estimator()["scheme"] == "combined" and opts("--fast").estimator()["n_masks"] == 5
     with pytest.raises(InputError, match="unknown estimator preset"):
         SuiteOptions(preset="nope").check()

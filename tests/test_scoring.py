@@ -301,7 +301,7 @@ def test_aliases_and_signature(bert):
     s = DiffScorer(bert, n_masks=2, n_rates=2)
     a = s.score(["the cat"], ["a dog"], config="conditional")
     assert a.loc[0, "config"] == "cond"
-    assert a.attrs["config"]["scheme"] == "balanced" and a.attrs["config"]["n_masks"] == 2
+    assert a.attrs["config"]["scheme"] == "combined" and a.attrs["config"]["n_masks"] == 2
     assert a.loc[0, "signature"].startswith("dlmeval:") and "kind:diffscore" in a.loc[0, "signature"]
     assert DiffScorer.fast(bert).spec.n_masks == 5 and DiffScorer.fast(bert).spec.n_rates == 5
 
@@ -483,8 +483,14 @@ def test_fewer_masks_than_rates_still_cover_every_rate(scheme, k, t):
 
 
 def test_diffscore_profile_with_fewer_masks_than_rates(bert):
-    s = DiffScorer(bert, n_masks=5, n_rates=10, seed=0)
+    s = DiffScorer(bert, n_masks=5, n_rates=10, seed=0, scheme="balanced")
     df = s.score(["the cat sat on the mat"] * 40, config="marginal", item_ids=[f"i{i}" for i in range(40)])
     prof = np.array(df["profile"].tolist())
     assert (np.isfinite(prof).sum(axis=1) == 5).all()  # five rates per item ...
     assert np.isfinite(prof).any(axis=0).all()  # ... and over the items every one of the ten
+    # the default (combined): t = 1 always (its exact pass), at most 4 more rates per item, every rate over items
+    df = DiffScorer(bert, n_masks=5, n_rates=10, seed=0).score(
+        ["the cat sat on the mat"] * 40, config="marginal", item_ids=[f"i{i}" for i in range(40)]
+    )
+    fin = np.isfinite(np.array(df["profile"].tolist()))
+    assert fin[:, -1].all() and (fin.sum(axis=1) <= 5).all() and fin.any(axis=0).all()

@@ -99,7 +99,7 @@ def add_estimator_group(p) -> argparse._ArgumentGroup:
         "--preset",
         default=None,
         choices=PRESET_NAMES,
-        help="estimator preset: standard (default: K=20, T=10, balanced masks, MLP), fast (K=5, T=5), paper (the "
+        help="estimator preset: standard (default: K=20, T=10, combined masks, MLP), fast (K=5, T=5), paper (the "
         "paper's estimator: K=20, T=10, independent Bernoulli masks, MLP), paper-fast (its DiffScore-Fast); "
         "-K, -T, --scheme, --weighting replace the preset's value",
     )
@@ -126,9 +126,11 @@ def add_estimator_group(p) -> argparse._ArgumentGroup:
         "--scheme",
         default=None,
         choices=SCHEMES,
-        help="balanced (default: Bernoulli masks in antithetic, stratified, tiled pairs; same expectation as "
-        "independent), independent (the paper's Bernoulli masks), exact-count (the former default: round(t L) "
-        "tokens per mask, another estimand), pll (exact: every single-token mask)",
+        help="combined (default: an exact t=1 pass, stratified tiled (rate, size) draws and a control variate; the "
+        "paper's expectation at about a third of its variance), independent (the paper's "
+        "Bernoulli masks), balanced (the former default), exact-count (round(t L) tokens per mask, another "
+        "estimand), pll (exact: every single-token mask); reuse, stratified, antithetic, control, importance: "
+        "one tool each (dlmeval.scoring.stratified)",
     )
     g.add_argument(
         "--weighting",

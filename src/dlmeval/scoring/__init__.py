@@ -6,7 +6,7 @@ API summary (stable; for meta-evaluation, baselines, analyses and DiffScore-FT)
 >>> from dlmeval.models import tiny_model
 >>> from dlmeval.scoring import DiffScorer
 >>> model = tiny_model("bert")                            # any DiffusionLM: load_diffusion("default"), ...
->>> scorer = DiffScorer(model)                            # K=20 masks, T=10 rates, balanced masks, MLP weighting
+>>> scorer = DiffScorer(model)                            # K=20 masks, T=10 rates, combined masks, MLP weighting
 >>> scorer = DiffScorer.fast(model)                       # K=5, T=5
 >>> scorer = DiffScorer.paper(model)                      # the paper's estimator: K=20, T=10, Bernoulli masks, MLP
 >>> scorer = DiffScorer.from_preset(model, "paper-fast")  # presets: standard, fast, paper, paper-fast
@@ -16,7 +16,7 @@ API summary (stable; for meta-evaluation, baselines, analyses and DiffScore-FT)
 
 A stored, resumable, data-parallel run of many texts: :func:`dlmeval.protocols.score.score_run`.
 
-``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="balanced"|"independent"|"exact-count"|"pll",
+``DiffScorer(model, *, n_masks=20, n_rates=10, scheme="combined"|"independent"|"balanced"|...,
 weighting="mlp"|"elbo"|"elbo_norm", seed=0, prompt=None, chat=None, batch_size=None, max_tokens=None,
 progress=False)``; ``EstimatorSpec.paper()`` / ``resolve_estimator(preset, fast=..., n_masks=..., ...)`` give the
 settings alone (:mod:`dlmeval.scoring.spec`).

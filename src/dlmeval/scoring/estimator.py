@@ -19,7 +19,9 @@ scores are the mean ``log p`` of each token over the masks that hid it.
 Presets (:data:`PRESETS`, :func:`resolve_estimator`, ``--preset`` on the command line): ``paper`` is exactly the
 paper's estimator (K = 20 masks over T = 10 rates ``t_k = k / 10``, independent Bernoulli(``t_k``) masks, MLP
 weighting) and ``paper-fast`` its DiffScore-Fast (K = 5, T = 5); ``standard`` (the default) and ``fast`` have
-the same K, T and weighting with ``balanced`` masks, which have the same expectation and a lower variance.
+the same K, T and weighting with ``combined`` masks (:mod:`dlmeval.scoring.stratified`: an exact pass at t = 1,
+stratified complementary draws and a control variate), which have the same expectation and a lower variance; the
+score is then the weighted sum of the per-mask values (``MaskSet.weight``).
 
 Work is packed across items: every masked copy of every item is a row, rows are cut into length-sorted batches
 (:func:`dlmeval.models.length_sorted_batches`), identical masks of one item are computed once, and a source
@@ -118,15 +120,16 @@ class DiffScorer:
 
     >>> from dlmeval.models import tiny_model
     >>> model = tiny_model("bert")
-    >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, balanced masks, MLP
+    >>> scorer = DiffScorer(model)                       # K=20 masks over T=10 rates, combined masks, MLP
     >>> scorer = DiffScorer.paper(model)                 # the paper's estimator (independent Bernoulli masks)
     >>> df = scorer.score(["the cat sat"], sources=["a cat sat on the mat"], config="cond")
     >>> bool(df.loc[0, "score"] < 0), "kind:diffscore" in df.attrs["signature"]
     (True, True)
 
     ``n_masks`` (K) and ``n_rates`` (T): :data:`PRESETS` ``standard`` (20, 10) and ``fast`` (5, 5, see
-    :meth:`fast`). ``scheme``: ``balanced`` (default), ``independent`` (the paper), ``exact-count`` or ``pll``
-    (exact pseudo-log-likelihood). ``weighting``: ``mlp`` (default), ``elbo`` (1/t) or ``elbo_norm`` (1/(tL)).
+    :meth:`fast`). ``scheme``: ``combined`` (default, :mod:`dlmeval.scoring.stratified`), ``independent`` (the
+    paper), ``balanced``, ``exact-count``, ``pll`` (exact pseudo-log-likelihood) or one of the single tools of
+    :mod:`~dlmeval.scoring.stratified`. ``weighting``: ``mlp`` (default), ``elbo`` (1/t) or ``elbo_norm`` (1/(tL)).
     :meth:`paper` / :meth:`from_preset` / :meth:`from_spec` build a scorer from a preset. ``prompt``: a template with
     ``{source}`` or a name from :data:`dlmeval.scoring.configs.PROMPTS`; ``chat``: use the model's chat template
     (default: when it has one). ``batch_size`` / ``max_tokens`` bound the rows and the padded tokens of one forward
@@ -139,7 +142,7 @@ class DiffScorer:
         *,
         n_masks: int = 20,
         n_rates: int = 10,
-        scheme: str = "balanced",
+        scheme: str = "combined",
         weighting: str = "mlp",
         seed: int = 0,
         prompt: str | None = None,
@@ -163,7 +166,7 @@ class DiffScorer:
 
     @classmethod
     def fast(cls, model, **kw) -> DiffScorer:
-        """DiffScore-Fast's K=5 masks over T=5 rates, with the default (balanced) masks; the paper's own Fast
+        """DiffScore-Fast's K=5 masks over T=5 rates, with the default (combined) masks; the paper's own Fast
         estimator is ``DiffScorer.paper(model, fast=True)``."""
         kw.setdefault("n_masks", PRESETS["fast"].n_masks)
         kw.setdefault("n_rates", PRESETS["fast"].n_rates)
@@ -539,12 +542,13 @@ class DiffScorer:
         for m in range(n):
             lp[m, masks.hidden[m]] = row_lp[d.mask_row[m]]
         d.token_lp = lp
-        d.values = mask_values(np.nansum(lp, axis=1), masks, self.spec)
+        full = None if masks.control is None else lp[masks.control]
+        d.values = mask_values(np.nansum(lp, axis=1), masks, self.spec, full)
 
     # ------------------------------------------------------------------ aggregation
     def _summary(self, values: np.ndarray, masks: MaskSet) -> tuple[float, float, list[float]]:
-        """score, standard error and profile from per-mask values."""
-        score = float(np.mean(values))
+        """score (the weighted sum of the per-mask values), standard error and profile from per-mask values."""
+        score = float(np.dot(masks.weights(), values)) if masks.weight is not None else float(np.mean(values))
         T = self.spec.n_rates
         if self.spec.scheme == "pll":
             return score, 0.0, []
@@ -647,22 +651,24 @@ def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _stratified_se(values: np.ndarray, masks: MaskSet) -> float:
-    """Standard error of ``mean(values)`` from sampling units within strata.
+    """Standard error of the score ``sum_j w_j values_j`` (``w``: :meth:`MaskSet.weights`, ``1 / K`` each for the
+    plain mean) from sampling units within strata.
 
     Units (a complementary pair, or one mask) of one stratum are treated as independent draws; for the balanced
-    scheme the units of a stratum come from one permutation and are negatively correlated, so this is
-    conservative. A stratum with a single unit gives NaN unless its masks hide every token (no randomness).
+    and stratified schemes the units of a stratum are negatively correlated (one permutation, stratified points),
+    so this is conservative. A stratum with a single unit gives NaN unless its masks hide every token (no
+    randomness).
     """
-    k = len(values)
+    wv = masks.weights() * values
     var = 0.0
     for s in np.unique(masks.stratum):
         sel = masks.stratum == s
         units = masks.unit[sel]
         uids = np.unique(units)
-        sums = np.array([values[sel][units == u].sum() for u in uids])
+        sums = np.array([wv[sel][units == u].sum() for u in uids])
         if len(uids) < 2:
             if masks.hidden[sel].all():
                 continue
             return math.nan
         var += len(uids) * float(np.var(sums, ddof=1))
-    return math.sqrt(var) / k
+    return math.sqrt(var)

@@ -58,6 +58,7 @@ from scipy.stats import binom
 
 from dlmeval.errors import InputError
 from dlmeval.scoring.names import SCHEMES
+from dlmeval.scoring.stratified import CONTROL_BETA, FEATURES, stratified_masks
 
 #: what each scheme's masks are, for run signatures
 MASKING = {
@@ -65,6 +66,13 @@ MASKING = {
     "independent": "bernoulli, independent",
     "exact-count": "exact-count, antithetic + tiled",
     "pll": "single-token",
+    "reuse": "bernoulli (rate, size) cells, independent; exact t=1 pass",
+    "stratified": "bernoulli (rate, size) cells, stratified; exact t=1 pass",
+    "antithetic": "bernoulli (rate, size) cells, complementary pairs; exact t=1 pass",
+    "control": f"bernoulli (rate, size) cells, independent; exact t=1 pass; control variate beta={CONTROL_BETA}",
+    "importance": "bernoulli (rate, size) cells, proposal p/sqrt(m), weighted p/q; exact t=1 pass",
+    "combined": "bernoulli (rate, size) cells, stratified + tiled; exact t=1 pass; "
+    f"control variate beta={CONTROL_BETA}",
 }
 
 
@@ -76,7 +84,11 @@ class MaskSet:
     PLL); ``unit``: int ``[n]``, masks with the same unit id form one sampling unit (a complementary pair, or a
     single mask); ``stratum``: int ``[n]``, units of one stratum are exchangeable draws (one rate, or one rate
     pair), the standard error is computed stratum by stratum; ``empty``: bool ``[n]`` (or None: none), the masks
-    that were drawn empty and hide one uniformly chosen token instead.
+    that were drawn empty and hide one uniformly chosen token instead; ``weight``: float ``[n]``, each mask's weight
+    in the score (None: the plain mean, ``1 / n`` each); ``control``: the index of the mask that hides every token
+    when its log-probabilities feed the control variate of :mod:`.stratified` (None: no control variate);
+    ``size_mean``: float ``[n]``, with ``control``: each mask's expected ``|M| / t`` over the distribution of its
+    (rate, size) cell (a drawn-empty mask counting 0), the mean of the ELBO weightings' control variate.
     """
 
     hidden: np.ndarray
@@ -84,6 +96,13 @@ class MaskSet:
     unit: np.ndarray
     stratum: np.ndarray
     empty: np.ndarray | None = None
+    weight: np.ndarray | None = None
+    control: int | None = None
+    size_mean: np.ndarray | None = None
+
+    def weights(self) -> np.ndarray:
+        """float ``[n]``: each mask's weight in the score (``1 / n`` each unless the scheme sets them)."""
+        return np.full(self.n_masks, 1.0 / self.n_masks) if self.weight is None else self.weight
 
     def drawn_empty(self) -> np.ndarray:
         """bool ``[n]``: which masks were drawn empty (all False when the scheme never draws one)."""
@@ -347,6 +366,9 @@ def make_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: np.ran
         return independent_masks(length, n_masks, n_rates, rng)
     if scheme == "pll":
         return pll_masks(length)
+    if scheme in FEATURES:
+        _check(length, n_masks, n_rates)
+        return stratified_masks(scheme, length, n_masks, n_rates, rng)
     raise InputError(f"unknown masking scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
 
 

@@ -73,7 +73,7 @@ class SuiteOptions:
     fast: bool = False
     n_masks: int | None = None  # default: the preset's (20; 5 with fast)
     n_rates: int | None = None  # default: the preset's (10; 5 with fast)
-    scheme: str | None = None  # default: the preset's ("balanced"; "independent" for paper)
+    scheme: str | None = None  # default: the preset's ("combined"; "independent" for paper)
     weighting: str | None = None  # default: the preset's ("mlp")
     prompt: str = "auto"  # "auto": task prompts for models with a chat template; "none"
     all_configs: bool = False  # every DiffScore configuration on every benchmark, not just the mapped ones
