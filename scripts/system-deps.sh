@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System packages dlmeval's demo and tests use: WordNet 3.0 (METEOR), Chromium (the report's PDF/screenshot
+# System packages dlmeval's demo and tests use: WordNet 3.0 (METEOR), Perl's XML::Parser (ROUGE-1.5.5, the
+# `--rouge-impl rouge155` of meta-eval; Debian's perl has DB_File, the other module it needs), Chromium (the report's PDF/screenshot
 # tests) and bubblewrap (the sandbox that runs generated HumanEval code; without it dlmeval refuses to run such code
 # unless --sandbox-unsafe). Installs what is missing with apt-get when it can (root, or sudo without a password); otherwise it says
 # what is missing and exits 0, so the caller runs on and the features that need the packages report themselves as
@@ -9,6 +10,7 @@ need=()
 [ -f "${DLMEVAL_WORDNET:-/usr/share/wordnet}/data.noun" ] || need+=(wordnet-base)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v perl >/dev/null 2>&1 && perl -MXML::Parser -MDB_File -e 1 >/dev/null 2>&1 || need+=(perl libxml-parser-perl)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "${DLMEVAL_NO_SYSTEM_DEPS:-0}" = 1 ]; then
   echo "system-deps: missing ${need[*]} (DLMEVAL_NO_SYSTEM_DEPS=1: not installing)" >&2
@@ -25,6 +27,6 @@ if command -v apt-get >/dev/null 2>&1 && [ "${sudo[*]}" != false ]; then
     exit 0
   fi
 fi
-echo "warning: could not install ${need[*]} (needs apt-get as root); METEOR, the report's browser" \
-  "features and the HumanEval sandbox will say they are not available" >&2
+echo "warning: could not install ${need[*]} (needs apt-get as root); METEOR, ROUGE-1.5.5, the report's" \
+  "browser features and the HumanEval sandbox will say they are not available" >&2
 exit 0

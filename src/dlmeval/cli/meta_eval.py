@@ -78,6 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run an analysis of the paper instead of the suite (docs/diffscore.md): %(choices)s",
     )
     p.add_argument(
+        "--protocol",
+        default="paper",
+        metavar="NAME",
+        help="paper (default): the correlations the DiffScore paper states (REALSumm: system-level Pearson, F variants); "
+        "bartscore: BARTScore's analysis exactly (REALSumm: Spearman / Kendall per document on the recall "
+        "variants, rouge1_r, bertscore_r, ...); results.csv names it (suite_protocol); docs/diffscore.md",
+    )
+    p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
     )
     p.add_argument(
@@ -195,6 +203,7 @@ def _options(args):
         suite=args.suite,
         benchmarks=_names(args.benchmarks),
         limit=args.limit,
+        protocol=args.protocol,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,

@@ -9,7 +9,17 @@ from typing import Any
 from dlmeval.protocols.diffscore.meta_eval.families import FamilyOption, MetricFamily, register_family
 
 LEXICAL_METRICS = ("bleu", "rouge1", "rouge2", "rougeL", "meteor")
+#: ROUGE's recall and precision beside its F (``rouge1`` is the F): stored for every output, reported where the
+#: ``--protocol`` uses them (:func:`~dlmeval.protocols.diffscore.paper_protocols.metric_variant`)
+ROUGE_VARIANTS = tuple(f"{t}_{v}" for t in ("rouge1", "rouge2", "rougeL") for v in ("r", "p"))
 EMBEDDING_METRICS = ("bertscore_f", "moverscore")
+BERTSCORE_VARIANTS = ("bertscore_r", "bertscore_p")
+#: ``--rouge-impl``: Google's reimplementation, or the ROUGE-1.5.5 Perl script with BARTScore's options
+ROUGE_IMPLS = ("rouge-score", "rouge155")
+ROUGE_IMPL_LABELS = {"rouge-score": "rouge-score", "rouge155": "ROUGE-1.5.5"}
+#: ``--ref-agg``: how a metric's per-reference values combine over several references
+REF_AGGS = ("mean", "max")
+_VARIANT_NAMES = {"f": "F1", "r": "R", "p": "P"}
 
 
 def lexical_metrics() -> tuple[str, ...]:
@@ -23,30 +33,71 @@ def lexical_metrics() -> tuple[str, ...]:
     )
 
 
+def _variant(metric: str, variant: str) -> str:
+    """``rouge1`` with variant ``r`` -> ``rouge1_r`` (``f`` is the plain id)."""
+    return metric if variant == "f" else f"{metric}_{variant}"
+
+
 @register_family
 class LexicalFamily(MetricFamily):
+    """Sentence BLEU, ROUGE-1/2/L (P, R, F; rouge-score or ROUGE-1.5.5) and METEOR against the targets.
+
+    ROUGE reads the text BARTScore gave it (``SUM/score.py``: the tokenized pickle text, lower-cased; the frame's
+    ``*_raw`` columns, which equal the others for data that was never tokenized) and combines several references by
+    ``--ref-agg`` (default mean, BARTScore's ``*_hypo_ref_mean``). BLEU and METEOR read the detokenized text and
+    keep the best reference (sacrebleu's and nltk's multi-reference rules); BARTScore has neither on SUM."""
+
     name = "lexical"
     rank = 10
     kind = "meta-eval-lexical"
-    order = LEXICAL_METRICS
-    LABELS = {
-        "bleu": "BLEU (sacrebleu)",
-        "rouge1": "ROUGE-1 F1",
-        "rouge2": "ROUGE-2 F1",
-        "rougeL": "ROUGE-L F1",
-        "meteor": "METEOR (nltk)",
-    }
+    order = ("bleu", "rouge1", "rouge1_r", "rouge1_p", "rouge2", "rouge2_r", "rouge2_p", "rougeL", "rougeL_r",
+             "rougeL_p", "meteor")  # fmt: skip
+    options_title = "BLEU / ROUGE / METEOR"
+    options = (
+        FamilyOption(
+            "--rouge-impl",
+            metavar="IMPL",
+            help="ROUGE implementation: rouge-score (default; Google's Python reimplementation) or rouge155 (the "
+            "ROUGE-1.5.5 Perl script with BARTScore's options: -c 95 -n 2 -a -r 1000 -d -m, sentence-split, "
+            "lower-cased; needs perl with XML::Parser, scripts/system-deps.sh)",
+        ),
+        FamilyOption(
+            "--ref-agg",
+            metavar="RULE",
+            help="several references (SummEval's 11): mean (default, BARTScore's *_hypo_ref_mean) or max of "
+            "ROUGE's per-reference R / P / F",
+        ),
+    )
+    NAMES = {"bleu": "BLEU (sacrebleu)", "meteor": "METEOR (nltk)"}
 
     def configuration(self) -> dict[str, Any]:
         from dlmeval.baselines.lexical import meteor_unavailable
 
+        o = self.opts
+        rouge: dict[str, Any] = {"impl": o.rouge_impl, "text": "tokenized-lowercased", "ref_agg": o.ref_agg}
+        if o.rouge_impl == "rouge155":
+            from dlmeval.baselines.rouge155 import EXCEPTIONS, ROUGE155_ARGS
+
+            rouge.update(args=list(ROUGE155_ARGS), sentences="sent_no_tag", wordnet_exceptions=EXCEPTIONS)
+        else:
+            rouge.update(stemmer=True)
         return {
-            "metrics": list(lexical_metrics()),
+            "metrics": self.metrics(None),
             "detokenize": True,
             "bleu": "sacrebleu-sentence",
-            "rouge": "rouge-score-stemmed-F1",
+            "rouge": rouge,
             "meteor": "nltk-wordnet3.0" if meteor_unavailable() is None else "not available",
         }
+
+    def load(self) -> None:
+        if self.opts.rouge_impl == "rouge155":
+            from dlmeval.baselines.rouge155 import rouge155_unavailable
+
+            why = rouge155_unavailable()
+            if why is not None:
+                from dlmeval.errors import InputError
+
+                raise InputError(f"--rouge-impl rouge155 cannot run: {why}")
 
     def opened(self, run) -> None:
         from dlmeval.baselines.lexical import meteor_unavailable
@@ -56,26 +107,78 @@ class LexicalFamily(MetricFamily):
             run.warn(f"METEOR not available: {why}")
 
     def metrics(self, bench) -> list[str]:
-        return list(lexical_metrics())
+        return [m for m in self.order if m in lexical_metrics() or m in ROUGE_VARIANTS]
+
+    def reported(self, bench) -> list[str]:
+        from dlmeval.protocols.diffscore.paper_protocols import metric_variant
+
+        v = metric_variant(bench.name, self.opts.protocol)
+        return [_variant(m, v) if m.startswith("rouge") else m for m in lexical_metrics()]
+
+    @staticmethod
+    def _rouge_texts(row) -> tuple[str, list[str]]:
+        """The candidate and the distinct targets in BARTScore's ROUGE form (tokenized text, lower-cased)."""
+        cand = row.get("candidate_raw", row["candidate"])
+        targets = row.get("targets_raw", row["targets"])
+        return cand.lower(), [t.lower() for t in dict.fromkeys(targets)]
+
+    def score(self, bench, frame, units, done):
+        self._r155 = {}
+        if self.opts.rouge_impl == "rouge155" and units:
+            # every pending output of the benchmark against each of its references in one batch of Perl processes
+            from dlmeval.protocols.diffscore.meta_eval.work import unit_keys
+
+            ids = self.metrics(bench)
+            self._r155 = self._rouge155(
+                frame, [u for u in units if not set(unit_keys(frame, u, ids)) <= done]
+            )
+        return super().score(bench, frame, units, done)
+
+    def _rouge155(self, frame, units) -> dict[str, dict[str, tuple[float, float, float]]]:
+        """ROUGE-1.5.5 of ``units`` (each output against each of its references, all in one batch)."""
+        from dlmeval.baselines.lexical import combine_references
+        from dlmeval.baselines.rouge155 import rouge155_pairs
+
+        pairs, owner = [], []
+        for u in units:
+            cand, refs = self._rouge_texts(frame.iloc[u.rows[0]])
+            pairs += [(cand, r) for r in refs]
+            owner += [u.uid] * len(refs)
+        per: dict[str, list] = {}
+        for uid, res in zip(owner, rouge155_pairs(pairs), strict=True):
+            per.setdefault(uid, []).append(res)
+        return {uid: combine_references(rs, self.opts.ref_agg) for uid, rs in per.items()}
 
     def compute(self, frame, chunk):
-        from dlmeval.baselines.lexical import bleu, meteor, rouge
+        from dlmeval.baselines.lexical import bleu, meteor, rouge_prf
 
         out = {}
         with_meteor = "meteor" in lexical_metrics()
+        cache = getattr(self, "_r155", {})
+        if self.opts.rouge_impl == "rouge155" and any(u.uid not in cache for u in chunk):
+            cache.update(self._rouge155(frame, [u for u in chunk if u.uid not in cache]))
         for u in chunk:
             r = frame.iloc[u.rows[0]]
-            rg = rouge(r["candidate"], r["targets"])
-            out[u.uid] = {
-                "bleu": {"score": bleu(r["candidate"], r["targets"])},
-                **{k: {"score": v} for k, v in rg.items()},
-            }
+            if self.opts.rouge_impl == "rouge155":
+                rg = cache[u.uid]
+            else:
+                cand, refs = self._rouge_texts(r)
+                rg = rouge_prf(cand, refs, self.opts.ref_agg)
+            res = {"bleu": {"score": bleu(r["candidate"], r["targets"])}}
+            for k, (rec, prec, f) in rg.items():
+                res[k] = {"score": f}
+                res[f"{k}_r"] = {"score": rec}
+                res[f"{k}_p"] = {"score": prec}
             if with_meteor:
-                out[u.uid]["meteor"] = {"score": meteor(r["candidate"], r["targets"])}
+                res["meteor"] = {"score": meteor(r["candidate"], r["targets"])}
+            out[u.uid] = res
         return out
 
     def label(self, metric: str) -> str:
-        return self.LABELS[metric]
+        if metric in self.NAMES:
+            return self.NAMES[metric]
+        base, _, v = metric.partition("_")
+        return f"ROUGE-{base[5:]} {_VARIANT_NAMES[v or 'f']} [{ROUGE_IMPL_LABELS[self.opts.rouge_impl]}]"
 
 
 @register_family

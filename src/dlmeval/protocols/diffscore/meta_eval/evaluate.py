@@ -28,6 +28,8 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
     scores = suite.scores(name, frame)
     task = frame["task"].iat[0]
     protocols = bench.protocols
+    if o.protocol == "bartscore" and name in P.BARTSCORE_PROTOCOLS:
+        protocols = P.BARTSCORE_PROTOCOLS[name]  # BARTScore's analysis (see paper_protocols.SUITE_PROTOCOLS)
     if task == "D2T" and has_systems(frame):
         # the paper's D2T table is system-level: where the files name the systems (the importer keeps them), the
         # system-level Spearman is the headline; BARTScore's files name none, and the outputs are correlated
@@ -43,7 +45,8 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
             bseed = derive_seed(o.seed, "meta-eval-bootstrap", name, dim, proto)
             # the columns every record of this (dimension, protocol) starts with
             where = {"benchmark": name, "task": task, "dimension": dim,
-                     "dimension_tag": P.DIMENSION_TAGS.get(dim, dim), "protocol": proto}  # fmt: skip
+                     "dimension_tag": P.DIMENSION_TAGS.get(dim, dim), "suite_protocol": o.protocol,
+                     "protocol": proto}  # fmt: skip
             for m, fam, label in rows:
                 j, v, n_ok, n_dropped = _finite(judged, vectors[m], dim)
                 rec = {

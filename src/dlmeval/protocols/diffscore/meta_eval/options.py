@@ -38,6 +38,15 @@ class SuiteOptions:
     dlm: str = "default"
     dlm_adapter: str | None = None  # a LoRA adapter directory loaded onto ``dlm`` (``--adapter``)
     ar: str = "default-ar"
+    # ``--protocol``: "paper" (what the DiffScore paper states) or "bartscore" (BARTScore's analysis exactly: REALSumm
+    # per document on the recall variants); see paper_protocols.SUITE_PROTOCOLS and docs/diffscore.md
+    protocol: str = "paper"
+    # the lexical family's ROUGE (``--rouge-impl``): "rouge-score" (Google's reimplementation) or "rouge155" (the
+    # ROUGE-1.5.5 Perl script with BARTScore's options, dlmeval.baselines.rouge155)
+    rouge_impl: str = "rouge-score"
+    # several references (SummEval's 11): how ROUGE's per-reference P / R / F combine (``--ref-agg``). "mean":
+    # BARTScore's ``*_hypo_ref_mean`` (SUM/score.py), the DiffScore paper names no rule; "max": the best reference
+    ref_agg: str = "mean"
     # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
     # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
     encoder: str | None = None
@@ -188,6 +197,16 @@ class SuiteOptions:
             )
         if self.limit is not None and self.limit < 1:
             raise InputError(f"--limit must be a positive number of items, got {self.limit}")
+        from dlmeval.protocols.diffscore.paper_protocols import SUITE_PROTOCOLS
+
+        if self.protocol not in SUITE_PROTOCOLS:
+            raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        from dlmeval.protocols.diffscore.meta_eval.baselines import REF_AGGS, ROUGE_IMPLS
+
+        if self.rouge_impl not in ROUGE_IMPLS:
+            raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
+        if self.ref_agg not in REF_AGGS:
+            raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):

@@ -174,7 +174,7 @@ class Suite:
         rows: list[tuple[str, str, str, str]] = []
         for f in self.families():
             fam = self.component(f)
-            for m in fam.metrics(bench):
+            for m in fam.reported(bench):
                 if m in scores:
                     rows.append((m, f, fam.label(m), m))
             src = fam.mapped_source(bench, dimension) if fam.mapped else None
