@@ -31,7 +31,8 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
 
     from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
 
-    opts = _opts(tiny_encoder, data_dir=str(data_root), bertscore_idf=idf, bertscore_layer=1)
+    # --ref-agg max: the F of the best reference, bert-score's own multi-reference rule
+    opts = _opts(tiny_encoder, data_dir=str(data_root), bertscore_idf=idf, bertscore_layer=1, ref_agg="max")
     store = RunStore(tmp_path / "s.sqlite")
     rep = run_suite(opts, store)
     suite = Suite(opts, store)
@@ -65,6 +66,29 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
     assert pooled["value"].item() == pytest.approx(stats.spearmanr(got, frame["coherence"])[0])
     label = next(lab for lab in rep.results["label"] if lab.startswith("BERTScore"))
     assert "L1" in label and "CPU demo" in label and (("idf" in label) == idf)
+
+
+def test_bertscore_mean_over_references_and_variants(tmp_path, data_root, tiny_encoder):
+    """--ref-agg mean (the default, BARTScore's *_hypo_ref_mean): P, R and F each averaged over SummEval's
+    references, every one scored by bert-score alone; R and P are rows of their own."""
+    from bert_score import BERTScorer
+
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
+
+    opts = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), bertscore_layer=1, limit=1)
+    store = RunStore(tmp_path / "s.sqlite")
+    run_suite(opts, store)
+    frame = scoring_frame("SummEval", str(data_root), limit=1)
+    scores = Suite(opts, store).scores("SummEval", frame)
+    own = BERTScorer(model_type=tiny_encoder, num_layers=1, lang="en", nthreads=0)
+    for i, (cand, refs) in enumerate(zip(frame["candidate"], frame["targets"])):
+        refs = list(dict.fromkeys(refs))
+        assert len(refs) == 11
+        p, r, f = own.score([cand] * len(refs), [[t] for t in refs])
+        assert scores["bertscore_f"][i] == pytest.approx(float(f.mean()), abs=1e-5)
+        assert scores["bertscore_r"][i] == pytest.approx(float(r.mean()), abs=1e-5)
+        assert scores["bertscore_p"][i] == pytest.approx(float(p.mean()), abs=1e-5)
+        assert scores["bertscore_f"][i] < float(f.max()) - 1e-4  # not the best reference
 
 
 def test_bertscore_idf_changes_the_run_and_the_numbers(tmp_path, data_root, tiny_encoder):

@@ -279,8 +279,8 @@ class EmbeddingFamily(MetricFamily):
 
         bs, ms = self.bertscore(), self.moverscore()
         cfg: dict[str, Any] = {
-            "metrics": list(EMBEDDING_METRICS),
-            "bertscore": bs.configuration(),
+            "metrics": self.metrics(None),
+            "bertscore": {**bs.configuration(), "multi_reference": f"{self.opts.ref_agg} over references"},
             "moverscore": ms.configuration(),
         }
         if bs.idf or ms.use_idf:  # the scores depend on every text of the benchmark
@@ -296,7 +296,13 @@ class EmbeddingFamily(MetricFamily):
         return [self.bertscore().identity(), self.moverscore().identity()]
 
     def metrics(self, bench) -> list[str]:
-        return list(EMBEDDING_METRICS)
+        return [*EMBEDDING_METRICS, *BERTSCORE_VARIANTS]
+
+    def reported(self, bench) -> list[str]:
+        from dlmeval.protocols.diffscore.paper_protocols import metric_variant
+
+        v = metric_variant(bench.name, self.opts.protocol)
+        return [f"bertscore_{v}", "moverscore"]
 
     def _prepare_idf(self, name: str) -> None:
         if getattr(self, "_idf_for", None) != name:
@@ -312,7 +318,7 @@ class EmbeddingFamily(MetricFamily):
         cands = [r["candidate"] for r in rows]
         refs = [list(r["targets"]) for r in rows]
         before = bs.truncated + ms.truncated
-        prf = bs.score(cands, refs)
+        prf = self._bertscore(bs, cands, refs)
         mover = ms.score(cands, refs)
         cut = bs.truncated + ms.truncated - before
         if cut:
@@ -323,12 +329,31 @@ class EmbeddingFamily(MetricFamily):
         return {
             u.uid: {
                 "bertscore_f": {"score": f, "p": p, "r": r},
+                "bertscore_r": {"score": r},
+                "bertscore_p": {"score": p},
                 "moverscore": {"score": m},
             }
             for u, (p, r, f), m in zip(chunk, prf, mover)
         }
 
+    def _bertscore(self, bs, cands: list[str], refs: list[list[str]]) -> list[tuple[float, float, float]]:
+        """``(P, R, F)`` per candidate: against each distinct reference, then ``--ref-agg`` over them, each of P, R
+        and F on its own (BARTScore's ``bert_score_*_hypo_ref_mean`` / ``_max``, SUM/score.py; the max F is
+        bert-score's own best-reference F)."""
+        from dlmeval.baselines.lexical import combine_references
+
+        distinct = [list(dict.fromkeys(r)) for r in refs]
+        flat = bs.score(
+            [c for c, rs in zip(cands, distinct) for _ in rs], [[t] for rs in distinct for t in rs]
+        )
+        out, i = [], 0
+        for rs in distinct:
+            per = [{"prf": flat[j]} for j in range(i, i + len(rs))]
+            out.append(combine_references(per, self.opts.ref_agg)["prf"])
+            i += len(rs)
+        return out
+
     def label(self, metric: str) -> str:
-        if metric == "bertscore_f":
-            return f"BERTScore-F [{self.bertscore().label}]"
+        if metric.startswith("bertscore_"):
+            return f"BERTScore-{metric[-1].upper()} [{self.bertscore().label}]"
         return f"MoverScore [{self.moverscore().label}]"
