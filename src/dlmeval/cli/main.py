@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         from dlmeval.models.adapters import ANY_BASE_ENV
 
         os.environ[ANY_BASE_ENV] = "1"
-    if not args.debug:
+    if not args.debug and not getattr(args, "plan", False):  # --plan (meta-eval) loads no model: no torch
         logging.getLogger("transformers").setLevel(logging.ERROR)
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -78,6 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run an analysis of the paper instead of the suite (docs/diffscore.md): %(choices)s",
     )
     p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what the run would fill and stop: the paper table and cells each row fills, the protocols, the "
+        "data source, every baseline's checkpoint and whether it is here (loads no model)",
+    )
+    p.add_argument(
         "--protocol",
         default="paper",
         metavar="NAME",
@@ -249,12 +255,41 @@ def _options(args):
     )
 
 
+def _plan(args) -> int:
+    """``--plan``: the cells, protocols, data and checkpoints of the run, without torch or a store."""
+    from dataclasses import replace
+
+    from dlmeval.protocols.diffscore.meta_eval.options import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval.plan import plan_markdown, plan_tables
+
+    base = SuiteOptions()
+    opts = replace(
+        base,
+        suite=args.suite,
+        benchmarks=_names(args.benchmarks),
+        protocol=args.protocol,
+        sources=_sources(getattr(args, "benchmark_source", None) or []),
+        families=_names(args.metrics),
+        dlm=args.model,
+        ar=args.ar_model,
+        data_dir=args.data_dir,
+        ft=args.ft,
+        **option_values(args),
+    )
+    opts.check_plan()
+    tables = plan_tables(opts)
+    emit(args, tables, plan_markdown(tables))
+    return 0
+
+
 def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
     from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs, run_suite, write_outputs
     from dlmeval.store.access import check_writable_store
 
+    if getattr(args, "plan", False):
+        return _plan(args)
     opts = _options(args)
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])
     # validate, then open: the options, the data files and the models are checked before the store is opened

@@ -44,6 +44,7 @@ class ARFamily(MetricFamily):
     name = "ar"
     rank = 30
     kind = "meta-eval-ar"
+    checkpoints = (("ar", "AR model (--ar-model; a dlmeval model spec or directory)", ()),)
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     order = (*(f"ar:{d}" for d in AR_DIRECTIONS), "ar:mapped")
     mapped = "ar:mapped"

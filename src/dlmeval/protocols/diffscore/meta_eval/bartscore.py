@@ -39,6 +39,13 @@ class BARTScoreFamily(MetricFamily):
     name = "bartscore"
     rank = 32  # after the AR likelihood rows
     kind = "meta-eval-bartscore"
+    checkpoints = (
+        (
+            "bartscore_model",
+            "BARTScore seq2seq (paper: facebook/bart-large-cnn; BARTScore's own MT / D2T rows used bart-large-cnn + Para)",
+            ("facebook/bart-large-cnn",),
+        ),
+    )
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False  # no checkpoint ships with dlmeval: asked for with --metrics
     order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")

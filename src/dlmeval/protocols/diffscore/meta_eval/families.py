@@ -158,6 +158,15 @@ class MetricFamily:
     options: ClassVar[tuple[FamilyOption, ...]] = ()
     #: what the family's options configure, for the title of their group (default: the family's name)
     options_title: ClassVar[str] = ""
+    #: the checkpoints it loads, for ``meta-eval --plan``: ``(SuiteOptions field, what, default hub ids)`` (the
+    #: field's value when set, else the first default hub id found in the local cache)
+    checkpoints: ClassVar[tuple[tuple[str, str, tuple[str, ...]], ...]] = ()
+
+    @classmethod
+    def tools(cls, opts: Any) -> list[tuple[str, str]]:
+        """Other things the family needs on this machine, for ``meta-eval --plan``: ``(what, present or why
+        not)``."""
+        return []
 
     def __init__(self, suite: SuiteAPI):
         self.suite = suite

@@ -188,6 +188,18 @@ class SuiteOptions:
 
         return EstimatorSpec(**self.estimator()).as_dict()
 
+    def check_plan(self) -> None:
+        """The checks ``meta-eval --plan`` needs (names of families, benchmarks and protocols; no model)."""
+        from dlmeval.protocols.diffscore.paper_protocols import SUITE_PROTOCOLS
+
+        known = family_names()
+        bad = [f for f in self.selected_families() if f not in known]
+        if bad:
+            raise InputError(f"unknown metric family {bad}; choose from {', '.join(known)}")
+        if self.protocol not in SUITE_PROTOCOLS:
+            raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        self.resolved_benchmarks()
+
     def check(self) -> None:
         known = family_names()
         bad = [f for f in self.selected_families() if f not in known]
