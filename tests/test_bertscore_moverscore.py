@@ -31,8 +31,16 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
 
     from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
 
-    # --ref-agg max: the F of the best reference, bert-score's own multi-reference rule
-    opts = _opts(tiny_encoder, data_dir=str(data_root), bertscore_idf=idf, bertscore_layer=1, ref_agg="max")
+    # --ref-agg max: the F of the best reference, bert-score's own multi-reference rule; --text-form detok: the
+    # detokenized texts
+    opts = _opts(
+        tiny_encoder,
+        data_dir=str(data_root),
+        bertscore_idf=idf,
+        bertscore_layer=1,
+        ref_agg="max",
+        text_form="detok",
+    )
     store = RunStore(tmp_path / "s.sqlite")
     rep = run_suite(opts, store)
     suite = Suite(opts, store)
@@ -69,8 +77,9 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
 
 
 def test_bertscore_mean_over_references_and_variants(tmp_path, data_root, tiny_encoder):
-    """--ref-agg mean (the default, BARTScore's *_hypo_ref_mean): P, R and F each averaged over SummEval's
-    references, every one scored by bert-score alone; R and P are rows of their own."""
+    """--ref-agg mean (the default, as BARTScore's SUM/score.py): P, R and F each averaged over SummEval's
+    references, every one scored by bert-score alone, on the tokenized pickle text (--text-form bartscore, the
+    default); R and P are rows of their own."""
     from bert_score import BERTScorer
 
     from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
@@ -81,7 +90,8 @@ def test_bertscore_mean_over_references_and_variants(tmp_path, data_root, tiny_e
     frame = scoring_frame("SummEval", str(data_root), limit=1)
     scores = Suite(opts, store).scores("SummEval", frame)
     own = BERTScorer(model_type=tiny_encoder, num_layers=1, lang="en", nthreads=0)
-    for i, (cand, refs) in enumerate(zip(frame["candidate"], frame["targets"])):
+    assert frame["candidate_raw"].iat[0] != frame["candidate"].iat[0]  # the pickle's text is tokenized
+    for i, (cand, refs) in enumerate(zip(frame["candidate_raw"], frame["targets_raw"])):
         refs = list(dict.fromkeys(refs))
         assert len(refs) == 11
         p, r, f = own.score([cand] * len(refs), [[t] for t in refs])

@@ -92,6 +92,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "variants, rouge1_r, bertscore_r, ...); results.csv names it (suite_protocol); docs/diffscore.md",
     )
     p.add_argument(
+        "--ref-agg",
+        default="mean",
+        metavar="RULE",
+        help="several references (SummEval's 11): mean (default; BARTScore's SUM/score.py averages every metric over "
+        "the references) or max (the best reference) of ROUGE's and BERTScore's per-reference P / R / F",
+    )
+    p.add_argument(
+        "--text-form",
+        default="bartscore",
+        metavar="FORM",
+        help="bartscore (default): each metric reads the text BARTScore gave it (ROUGE the tokenized pickle text "
+        "lower-cased, BERTScore / MoverScore the tokenized text); detok: the detokenized text for every metric",
+    )
+    p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
     )
     p.add_argument(
@@ -210,6 +224,8 @@ def _options(args):
         benchmarks=_names(args.benchmarks),
         limit=args.limit,
         protocol=args.protocol,
+        ref_agg=args.ref_agg,
+        text_form=args.text_form,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
@@ -268,6 +284,8 @@ def _plan(args) -> int:
         suite=args.suite,
         benchmarks=_names(args.benchmarks),
         protocol=args.protocol,
+        ref_agg=args.ref_agg,
+        text_form=args.text_form,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),
         dlm=args.model,

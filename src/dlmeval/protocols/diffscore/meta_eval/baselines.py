@@ -19,6 +19,8 @@ ROUGE_IMPLS = ("rouge-score", "rouge155")
 ROUGE_IMPL_LABELS = {"rouge-score": "rouge-score", "rouge155": "ROUGE-1.5.5"}
 #: ``--ref-agg``: how a metric's per-reference values combine over several references
 REF_AGGS = ("mean", "max")
+#: ``--text-form``: BARTScore's text per metric, or the detokenized text for every metric
+TEXT_FORMS = ("bartscore", "detok")
 _VARIANT_NAMES = {"f": "F1", "r": "R", "p": "P"}
 
 
@@ -42,9 +44,10 @@ def _variant(metric: str, variant: str) -> str:
 class LexicalFamily(MetricFamily):
     """Sentence BLEU, ROUGE-1/2/L (P, R, F; rouge-score or ROUGE-1.5.5) and METEOR against the targets.
 
-    ROUGE reads the text BARTScore gave it (``SUM/score.py``: the tokenized pickle text, lower-cased; the frame's
-    ``*_raw`` columns, which equal the others for data that was never tokenized) and combines several references by
-    ``--ref-agg`` (default mean, BARTScore's ``*_hypo_ref_mean``). BLEU and METEOR read the detokenized text and
+    ROUGE reads the text BARTScore gave it (``--text-form bartscore``, the default; ``SUM/score.py``: the tokenized
+    pickle text, lower-cased; the frame's ``*_raw`` columns, which equal the others for data that was never
+    tokenized) and combines several references by ``--ref-agg`` (default mean, as SUM/score.py at the commit of the
+    pickles averages every metric over SummEval's references). BLEU and METEOR read the detokenized text and
     keep the best reference (sacrebleu's and nltk's multi-reference rules); BARTScore has neither on SUM."""
 
     name = "lexical"
@@ -76,12 +79,6 @@ class LexicalFamily(MetricFamily):
             "ROUGE-1.5.5 Perl script with BARTScore's options: -c 95 -n 2 -a -r 1000 -d -m, sentence-split, "
             "lower-cased; needs perl with XML::Parser, scripts/system-deps.sh)",
         ),
-        FamilyOption(
-            "--ref-agg",
-            metavar="RULE",
-            help="several references (SummEval's 11): mean (default, BARTScore's *_hypo_ref_mean) or max of "
-            "ROUGE's per-reference R / P / F",
-        ),
     )
     NAMES = {"bleu": "BLEU (sacrebleu)", "meteor": "METEOR (nltk)"}
 
@@ -89,7 +86,8 @@ class LexicalFamily(MetricFamily):
         from dlmeval.baselines.lexical import meteor_unavailable
 
         o = self.opts
-        rouge: dict[str, Any] = {"impl": o.rouge_impl, "text": "tokenized-lowercased", "ref_agg": o.ref_agg}
+        text = "tokenized-lowercased" if o.text_form == "bartscore" else "detokenized-lowercased"
+        rouge: dict[str, Any] = {"impl": o.rouge_impl, "text": text, "ref_agg": o.ref_agg}
         if o.rouge_impl == "rouge155":
             from dlmeval.baselines.rouge155 import EXCEPTIONS, ROUGE155_ARGS
 
@@ -130,11 +128,12 @@ class LexicalFamily(MetricFamily):
         v = metric_variant(bench.name, self.opts.protocol)
         return [_variant(m, v) if m.startswith("rouge") else m for m in lexical_metrics()]
 
-    @staticmethod
-    def _rouge_texts(row) -> tuple[str, list[str]]:
-        """The candidate and the distinct targets in BARTScore's ROUGE form (tokenized text, lower-cased)."""
-        cand = row.get("candidate_raw", row["candidate"])
-        targets = row.get("targets_raw", row["targets"])
+    def _rouge_texts(self, row) -> tuple[str, list[str]]:
+        """The candidate and the distinct targets ROUGE reads: ``--text-form bartscore``: BARTScore's form (the
+        tokenized pickle text, lower-cased, SUM/score.py); ``detok``: the detokenized text, lower-cased."""
+        raw = self.opts.text_form == "bartscore"
+        cand = row.get("candidate_raw", row["candidate"]) if raw else row["candidate"]
+        targets = row.get("targets_raw", row["targets"]) if raw else row["targets"]
         return cand.lower(), [t.lower() for t in dict.fromkeys(targets)]
 
     def score(self, bench, frame, units, done):
@@ -291,11 +290,20 @@ class EmbeddingFamily(MetricFamily):
         self.bertscore()
         self.moverscore()
 
+    def _columns(self, frame) -> tuple[str, str]:
+        """The candidate and target columns BERTScore and MoverScore read: under ``--text-form bartscore`` the
+        pickle's tokenized text as it is (BARTScore's SUM/score.py gives both metrics ``get_sys_lines`` and the
+        reference lines untouched), else the detokenized text."""
+        if self.opts.text_form == "bartscore" and "candidate_raw" in frame.columns:
+            return "candidate_raw", "targets_raw"
+        return "candidate", "targets"
+
     def _idf_texts(self, name: str) -> tuple[list[str], list[str]]:
         """The benchmark's distinct references and distinct outputs (the IDF documents)."""
         frame = self.suite.frame(name)
-        refs = list(dict.fromkeys(t for ts in frame["targets"] for t in ts))
-        hyps = list(dict.fromkeys(frame["candidate"]))
+        cand, targets = self._columns(frame)
+        refs = list(dict.fromkeys(t for ts in frame[targets] for t in ts))
+        hyps = list(dict.fromkeys(frame[cand]))
         return refs, hyps
 
     def configuration(self) -> dict[str, Any]:
@@ -305,6 +313,7 @@ class EmbeddingFamily(MetricFamily):
         cfg: dict[str, Any] = {
             "metrics": self.metrics(None),
             "bertscore": {**bs.configuration(), "multi_reference": f"{self.opts.ref_agg} over references"},
+            "text": "tokenized" if self.opts.text_form == "bartscore" else "detokenized",
             "moverscore": ms.configuration(),
         }
         if bs.idf or ms.use_idf:  # the scores depend on every text of the benchmark
@@ -339,8 +348,9 @@ class EmbeddingFamily(MetricFamily):
         bs, ms = self.bertscore(), self.moverscore()
         self._prepare_idf(frame["benchmark"].iat[0])
         rows = [frame.iloc[u.rows[0]] for u in chunk]
-        cands = [r["candidate"] for r in rows]
-        refs = [list(r["targets"]) for r in rows]
+        cand, targets = self._columns(frame)
+        cands = [r[cand] for r in rows]
+        refs = [list(r[targets]) for r in rows]
         before = bs.truncated + ms.truncated
         prf = self._bertscore(bs, cands, refs)
         mover = ms.score(cands, refs)

@@ -44,9 +44,14 @@ class SuiteOptions:
     # the lexical family's ROUGE (``--rouge-impl``): "rouge-score" (Google's reimplementation) or "rouge155" (the
     # ROUGE-1.5.5 Perl script with BARTScore's options, dlmeval.baselines.rouge155)
     rouge_impl: str = "rouge-score"
-    # several references (SummEval's 11): how ROUGE's per-reference P / R / F combine (``--ref-agg``). "mean":
-    # BARTScore's ``*_hypo_ref_mean`` (SUM/score.py), the DiffScore paper names no rule; "max": the best reference
+    # several references (SummEval's 11): how ROUGE's and BERTScore's per-reference P / R / F combine
+    # (``--ref-agg``). "mean": BARTScore's SUM/score.py at the commit of the shipped pickles (it averages every metric
+    # over the references); the DiffScore paper names no rule; "max": the best reference
     ref_agg: str = "mean"
+    # the text ROUGE, BERTScore and MoverScore read (``--text-form``): "bartscore" = BARTScore's form per metric
+    # (SUM/score.py: ROUGE the tokenized text lower-cased, BERTScore and MoverScore the tokenized text as it is; the
+    # DiffScore paper is silent, so BARTScore's is the default); "detok": the detokenized text for every metric
+    text_form: str = "bartscore"
     # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
     # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
     encoder: str | None = None
@@ -213,12 +218,14 @@ class SuiteOptions:
 
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
-        from dlmeval.protocols.diffscore.meta_eval.baselines import REF_AGGS, ROUGE_IMPLS
+        from dlmeval.protocols.diffscore.meta_eval.baselines import REF_AGGS, ROUGE_IMPLS, TEXT_FORMS
 
         if self.rouge_impl not in ROUGE_IMPLS:
             raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
         if self.ref_agg not in REF_AGGS:
             raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
+        if self.text_form not in TEXT_FORMS:
+            raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):
