@@ -92,6 +92,7 @@ class BARTScoreFamily(MetricFamily):
         cfg: dict[str, Any] = {
             "score": "mean-target-logprob-with-special-tokens",
             "max_length": self.scorer().max_length,
+            "multi_reference": f"{self.opts.ref_agg} over references",  # --ref-agg
         }
         return refs_config(cfg, self.opts)
 
@@ -113,6 +114,7 @@ class BARTScoreFamily(MetricFamily):
             sources=[r["cond_source"] for r in rows],
             references=[r["targets"][: self.opts.ar_max_refs] for r in rows] if wants_refs else None,
             directions=directions,
+            ref_agg=self.opts.ref_agg,
         )
         return {
             u.uid: {f"bartscore:{d}": {"score": float(got[d][i])} for d in directions}
