@@ -180,13 +180,18 @@ def rouge155_pairs(
     with tempfile.TemporaryDirectory(prefix="dlmeval-rouge155-") as tmp:
         procs = []
         for j in range(k):
-            config = _write_batch(Path(tmp) / str(j), pairs[bounds[j] : bounds[j + 1]])
+            root = Path(tmp) / str(j)
+            config = _write_batch(root, pairs[bounds[j] : bounds[j + 1]])
             cmd = ["perl", str(script), "-e", str(data), *ROUGE155_ARGS, str(config)]
-            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        outs = [p.communicate() for p in procs]
-    out: list[dict[str, tuple[float, float, float]]] = []
-    for j, (p, (stdout, stderr)) in enumerate(zip(procs, outs)):
-        if p.returncode != 0:
-            raise InputError(f"ROUGE-1.5.5 failed (rc {p.returncode}): {stderr.strip()[-300:]}")
-        out += _parse(stdout, bounds[j + 1] - bounds[j])
+            # output to files, not pipes: a full pipe would hold one process until the one read first ends
+            with open(root / "out.txt", "w") as fo, open(root / "err.txt", "w") as fe:
+                procs.append(subprocess.Popen(cmd, stdout=fo, stderr=fe))
+        out: list[dict[str, tuple[float, float, float]]] = []
+        for j, p in enumerate(procs):
+            rc = p.wait()
+            root = Path(tmp) / str(j)
+            if rc != 0:
+                err = (root / "err.txt").read_text(errors="replace").strip()
+                raise InputError(f"ROUGE-1.5.5 failed (rc {rc}): {err[-300:]}")
+            out += _parse((root / "out.txt").read_text(), bounds[j + 1] - bounds[j])
     return out
