@@ -208,3 +208,31 @@ def test_moverscore_best_reference_and_bad_settings(tiny_encoder):
     assert ms._keep(ms.tokens(". ,")) == [0, 3]
     with pytest.raises(InputError, match="moverscore-ngram"):
         SuiteOptions(moverscore_ngram=0).check()
+
+
+def test_moverscore_stopwords_file_changes_the_run_and_the_numbers(tmp_path, data_root, tiny_encoder):
+    """--moverscore-stopwords FILE: the words (read as BARTScore reads files/stopwords.txt) go into the run and out
+    of the transport problem; a missing file is one clear error."""
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
+
+    words = tmp_path / "stop.txt"
+    words.write_text("the a of in is\n")
+    store = RunStore(tmp_path / "s.sqlite")
+    a = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), limit=4)
+    b = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), limit=4, moverscore_stopwords=str(words)
+    )
+    run_suite(a, store)
+    run_suite(b, store)
+    sa, sb = Suite(a, store), Suite(b, store)
+    run_b = sb.component("embedding").run
+    assert sa.component("embedding").run.run_id != run_b.run_id
+    assert run_b.signature.config["moverscore"]["stop_words"] == ["a", "in", "is", "of", "the"]
+    frame = scoring_frame("BAGEL", str(data_root), limit=4)
+    assert not np.allclose(sa.scores("BAGEL", frame)["moverscore"], sb.scores("BAGEL", frame)["moverscore"])
+    bad = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), moverscore_stopwords=str(tmp_path / "x")
+    )
+    with pytest.raises(InputError, match="--moverscore-stopwords .*no such file"):
+        run_suite(bad, store)

@@ -35,6 +35,20 @@ def lexical_metrics() -> tuple[str, ...]:
     )
 
 
+def _stop_words(path: str | None) -> tuple[str, ...]:
+    """``--moverscore-stopwords FILE``: the words as BARTScore reads its list (``f.read().strip().split(' ')``)."""
+    if path is None:
+        return ()
+    from pathlib import Path
+
+    from dlmeval.errors import InputError
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"--moverscore-stopwords {path}: no such file; give a file of space-separated words")
+    return tuple(p.read_text(encoding="utf-8").strip().split(" "))
+
+
 def _variant(metric: str, variant: str) -> str:
     """``rouge1`` with variant ``r`` -> ``rouge1_r`` (``f`` is the plain id)."""
     return metric if variant == "f" else f"{metric}_{variant}"
@@ -247,6 +261,12 @@ class EmbeddingFamily(MetricFamily):
         ),
         FamilyOption("--moverscore-ngram", type=int, metavar="N", help="MoverScore n-gram (default 1)"),
         FamilyOption(
+            "--moverscore-stopwords",
+            metavar="FILE",
+            help="MoverScore stop words: a file of space-separated words, read as BARTScore reads its "
+            "files/stopwords.txt (default: none; the words go into the run configuration)",
+        ),
+        FamilyOption(
             "--moverscore-no-idf",
             field="moverscore_idf",
             action="store_false",
@@ -282,6 +302,7 @@ class EmbeddingFamily(MetricFamily):
                 allow_download=o.allow_download,
                 n_gram=o.moverscore_ngram,
                 idf=o.moverscore_idf,
+                stop_words=_stop_words(o.moverscore_stopwords),
                 device=o.evaluator_placement,
             ),
         )

@@ -66,6 +66,9 @@ class SuiteOptions:
     moverscore_model: str | None = None
     moverscore_ngram: int = 1
     moverscore_idf: bool = True
+    moverscore_stopwords: str | None = (
+        None  # a file of space-separated stop words (BARTScore's files/stopwords.txt)
+    )
     # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
     # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
     unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
