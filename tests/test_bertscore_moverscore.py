@@ -202,7 +202,14 @@ def test_moverscore_best_reference_and_bad_settings(tiny_encoder):
 
     ms = MoverScore(tiny_encoder, idf=False, device="cpu")
     two = ms.score(["the cat sat"], [["a dog ran", "the cat sat"]])[0]
-    assert two == pytest.approx(ms.score(["the cat sat"], [["the cat sat"]])[0])
+    same = ms.score(["the cat sat"], [["the cat sat"]])[0]
+    other = ms.score(["the cat sat"], [["a dog ran"]])[0]
+    assert two == pytest.approx(same)
+    # ref_agg="mean": BARTScore's SUM/score.py averages word_mover_score over the references
+    mean = ms.score(["the cat sat"], [["a dog ran", "the cat sat"]], ref_agg="mean")[0]
+    assert mean == pytest.approx((same + other) / 2)
+    with pytest.raises(InputError, match="'mean' or 'max'"):
+        ms.score(["a"], [["b"]], ref_agg="best")
     # [CLS] and [SEP] are no punctuation: they stay (the authors' code keeps them), so an all-punctuation
     # candidate still has two points
     assert ms._keep(ms.tokens(". ,")) == [0, 3]

@@ -335,7 +335,7 @@ class EmbeddingFamily(MetricFamily):
             "metrics": self.metrics(None),
             "bertscore": {**bs.configuration(), "multi_reference": f"{self.opts.ref_agg} over references"},
             "text": "tokenized" if self.opts.text_form == "bartscore" else "detokenized",
-            "moverscore": ms.configuration(),
+            "moverscore": {**ms.configuration(), "multi_reference": f"{self.opts.ref_agg} over references"},
         }
         if bs.idf or ms.use_idf:  # the scores depend on every text of the benchmark
             cfg["idf_texts"] = {
@@ -374,7 +374,7 @@ class EmbeddingFamily(MetricFamily):
         refs = [list(r[targets]) for r in rows]
         before = bs.truncated + ms.truncated
         prf = self._bertscore(bs, cands, refs)
-        mover = ms.score(cands, refs)
+        mover = ms.score(cands, refs, ref_agg=self.opts.ref_agg)
         cut = bs.truncated + ms.truncated - before
         if cut:
             self.run.warn(
