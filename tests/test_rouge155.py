@@ -60,3 +60,15 @@ def test_missing_perl_module_is_one_clear_error(monkeypatch):
             R.rouge155_pairs([("a .", "a .")])
     finally:
         R._data_dir.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "flag"),
+    [("rouge_impl", "perl", "--rouge-impl"), ("protocol", "bart", "--protocol"), ("ref_agg", "median", "--ref-agg"),
+     ("text_form", "raw", "--text-form")],
+)  # fmt: skip
+def test_bad_suite_switches_are_rejected_by_name(field, value, flag):
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
+
+    with pytest.raises(InputError, match=f"{flag} '{value}': choose one of"):
+        SuiteOptions(families=("lexical",), **{field: value}).check()

