@@ -243,3 +243,18 @@ def test_moverscore_stopwords_file_changes_the_run_and_the_numbers(tmp_path, dat
     )
     with pytest.raises(InputError, match="--moverscore-stopwords .*no such file"):
         run_suite(bad, store)
+
+
+def test_moverscore_idf_documents_are_counted_as_bartscore_counts_them(tmp_path, data_root, tiny_encoder):
+    """moverscore's get_idf_dict over BARTScore's lists (SUM/score.py 112-126): each document's references once per
+    document, every system's output (a repeated text counted each time); BERTScore's IDF keeps distinct texts."""
+    from dlmeval.protocols.diffscore.meta_eval import Suite, scoring_frame
+
+    opts = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), limit=17)  # 2 whole documents
+    fam = Suite(opts, RunStore(tmp_path / "s.sqlite")).family("embedding")
+    refs, hyps = fam._mover_idf_texts("SummEval")
+    frame = scoring_frame("SummEval", str(data_root), limit=17)
+    assert len(refs) == 22 and len(hyps) == len(frame) == 32  # 2 documents x 11 references; 2 x 16 outputs
+    assert hyps == list(frame["candidate_raw"])  # --text-form bartscore: the tokenized text
+    distinct_refs, distinct_hyps = fam._idf_texts("SummEval")
+    assert len(distinct_refs) == len(set(refs)) and len(distinct_hyps) == len(set(hyps))

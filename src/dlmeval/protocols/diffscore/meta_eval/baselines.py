@@ -327,12 +327,21 @@ class EmbeddingFamily(MetricFamily):
         return "candidate", "targets"
 
     def _idf_texts(self, name: str) -> tuple[list[str], list[str]]:
-        """The benchmark's distinct references and distinct outputs (the IDF documents)."""
+        """The benchmark's distinct references and distinct outputs (BERTScore's IDF documents)."""
         frame = self.suite.frame(name)
         cand, targets = self._columns(frame)
         refs = list(dict.fromkeys(t for ts in frame[targets] for t in ts))
         hyps = list(dict.fromkeys(frame[cand]))
         return refs, hyps
+
+    def _mover_idf_texts(self, name: str) -> tuple[list[str], list[str]]:
+        """MoverScore's IDF documents as BARTScore counts them (SUM/score.py 112-126, moverscore's
+        ``get_idf_dict``: document frequency over a list): every document's references once per document, and every
+        output of every system, a repeated text counted each time."""
+        frame = self.suite.frame(name)
+        cand, targets = self._columns(frame)
+        first = frame.drop_duplicates("doc_id")
+        return [t for ts in first[targets] for t in ts], list(frame[cand])
 
     def configuration(self) -> dict[str, Any]:
         import hashlib
@@ -347,7 +356,9 @@ class EmbeddingFamily(MetricFamily):
         if bs.idf or ms.use_idf:  # the scores depend on every text of the benchmark
             cfg["idf_texts"] = {
                 b: hashlib.sha256(
-                    "\x1e".join(x for part in self._idf_texts(b) for x in part).encode()
+                    "\x1e".join(
+                        x for part in (*self._idf_texts(b), *self._mover_idf_texts(b)) for x in part
+                    ).encode()
                 ).hexdigest()[:16]
                 for b in self.suite.benchmarks
             }
@@ -367,9 +378,9 @@ class EmbeddingFamily(MetricFamily):
 
     def _prepare_idf(self, name: str) -> None:
         if getattr(self, "_idf_for", None) != name:
-            refs, hyps = self._idf_texts(name)
+            refs, _ = self._idf_texts(name)
             self.bertscore().set_idf(refs)
-            self.moverscore().set_idf(refs, hyps)
+            self.moverscore().set_idf(*self._mover_idf_texts(name))
             self._idf_for = name
 
     def compute(self, frame, chunk):
