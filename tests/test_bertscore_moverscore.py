@@ -250,7 +250,9 @@ def test_moverscore_idf_documents_are_counted_as_bartscore_counts_them(tmp_path,
     document, every system's output (a repeated text counted each time); BERTScore's IDF keeps distinct texts."""
     from dlmeval.protocols.diffscore.meta_eval import Suite, scoring_frame
 
-    opts = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), limit=17)  # 2 whole documents
+    opts = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), limit=17
+    )  # 2 whole documents
     fam = Suite(opts, RunStore(tmp_path / "s.sqlite")).family("embedding")
     refs, hyps = fam._mover_idf_texts("SummEval")
     frame = scoring_frame("SummEval", str(data_root), limit=17)

@@ -58,3 +58,33 @@ def test_plan_rejects_an_unknown_protocol_in_one_line(capsys, data_root):
     assert main(["meta-eval", "--plan", "--data-dir", str(data_root), "--protocol", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--protocol 'nope'" in err[0] and "paper, bartscore" in err[0]
+
+
+def test_both_suite_protocols_in_results_where_they_differ(tmp_path, data_root):
+    """REALSumm under --protocol bartscore: the per-document Spearman on the recall variants is the headline, and
+    the paper protocol's records (system-level, F) follow, named by suite_protocol and never primary; each
+    (metric, protocol) pair once. Rank19, where the two agree, has only the run's own records."""
+    import pandas as pd
+
+    from dlmeval.cli.main import main
+
+    out = tmp_path / "out"
+    argv = ["--store", str(tmp_path / "s.sqlite"), "--no-progress", "meta-eval", "--data-dir", str(data_root),
+            "--benchmarks", "REALSumm", "Rank19", "--limit", "48", "--metrics", "lexical", "--protocol", "bartscore",
+            "--bootstrap", "0", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    res = pd.read_csv(out / "results.csv")
+    real = res[res["benchmark"] == "REALSumm"]
+    prim = real[real["primary"]]
+    assert set(prim["protocol"]) == {"doc_spearman"} and set(prim["suite_protocol"]) == {"bartscore"}
+    assert {"rouge1_r", "rouge2_r", "rougeL_r"} <= set(prim["metric"]) and "rouge1" not in set(prim["metric"])
+    paper = real[real["suite_protocol"] == "paper"]
+    assert not paper["primary"].any()
+    assert {("rouge1", "sys_pearson"), ("rouge1", "doc_spearman")} <= set(
+        zip(paper["metric"], paper["protocol"])
+    )
+    assert ("bleu", "sys_pearson") not in set(
+        zip(paper["metric"], paper["protocol"])
+    )  # recorded once, as bartscore
+    assert not real.duplicated(["metric", "protocol"]).any()
+    assert set(res.loc[res["benchmark"] == "Rank19", "suite_protocol"]) == {"bartscore"}

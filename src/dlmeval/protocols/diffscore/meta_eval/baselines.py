@@ -143,10 +143,10 @@ class LexicalFamily(MetricFamily):
     def metrics(self, bench) -> list[str]:
         return [m for m in self.order if m in lexical_metrics() or m in ROUGE_VARIANTS]
 
-    def reported(self, bench) -> list[str]:
+    def reported(self, bench, protocol: str | None = None) -> list[str]:
         from dlmeval.protocols.diffscore.paper_protocols import metric_variant
 
-        v = metric_variant(bench.name, self.opts.protocol)
+        v = metric_variant(bench.name, protocol or self.opts.protocol)
         return [_variant(m, v) if m.startswith("rouge") else m for m in lexical_metrics()]
 
     def _rouge_texts(self, row) -> tuple[str, list[str]]:
@@ -370,10 +370,10 @@ class EmbeddingFamily(MetricFamily):
     def metrics(self, bench) -> list[str]:
         return [*EMBEDDING_METRICS, *BERTSCORE_VARIANTS]
 
-    def reported(self, bench) -> list[str]:
+    def reported(self, bench, protocol: str | None = None) -> list[str]:
         from dlmeval.protocols.diffscore.paper_protocols import metric_variant
 
-        v = metric_variant(bench.name, self.opts.protocol)
+        v = metric_variant(bench.name, protocol or self.opts.protocol)
         return [f"bertscore_{v}", "moverscore"]
 
     def _prepare_idf(self, name: str) -> None:

@@ -228,10 +228,10 @@ class MetricFamily:
         """Metric ids this family yields on ``bench`` (each stored as ``"{row key}|{metric id}"``)."""
         raise NotImplementedError
 
-    def reported(self, bench: Benchmark) -> list[str]:
+    def reported(self, bench: Benchmark, protocol: str | None = None) -> list[str]:
         """The metric ids that become rows of ``bench``'s results (default: every stored one, :meth:`metrics`); a
-        family that stores P / R / F variants reports the one the suite's ``--protocol`` uses there
-        (:func:`~dlmeval.protocols.diffscore.paper_protocols.metric_variant`)."""
+        family that stores P / R / F variants reports the one suite protocol ``protocol`` (default: the suite's
+        ``--protocol``) uses there (:func:`~dlmeval.protocols.diffscore.paper_protocols.metric_variant`)."""
         return self.metrics(bench)
 
     def compute(self, frame: pd.DataFrame, chunk: list[Unit]) -> dict[str, dict[str, dict[str, Any]]]:
