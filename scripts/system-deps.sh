@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# System packages dlmeval's demo and tests use: WordNet 3.0 (METEOR), Chromium (the report's PDF/screenshot
-# tests), bubblewrap (the sandbox that runs generated HumanEval code; without it dlmeval refuses to run such code
-# unless --sandbox-unsafe) and libseccomp2 (the library behind the sandbox's seccomp filter, through pyseccomp).
-# Installs what is missing with apt-get when it can (root, or sudo without a password); otherwise it says
+# System packages dlmeval's demo and tests use: WordNet 3.0 (METEOR), Perl's XML::Parser (ROUGE-1.5.5, the
+# `--rouge-impl rouge155` of meta-eval; Debian's perl has DB_File, the other module it needs), Chromium (the report's
+# PDF/screenshot tests), bubblewrap (the sandbox that runs generated HumanEval code; without it dlmeval refuses to run
+# such code unless --sandbox-unsafe) and libseccomp2 (the library behind the sandbox's seccomp filter, through
+# pyseccomp). Installs what is missing with apt-get when it can (root, or sudo without a password); otherwise it says
 # what is missing and exits 0, so the caller runs on and the features that need the packages report themselves as
 # unavailable. Under CI (CI=1 or CI=true) a package that is still missing is a failure (exit 1), not a skip.
 # Used by `make demo`, `make test` and .ci/run.
@@ -13,6 +14,7 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 has_libseccomp() { /sbin/ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || ls /usr/lib/*/libseccomp.so.2 /lib/*/libseccomp.so.2 >/dev/null 2>&1; }
 has_libseccomp || need+=(libseccomp2)
+command -v perl >/dev/null 2>&1 && perl -MXML::Parser -MDB_File -e 1 >/dev/null 2>&1 || need+=(perl libxml-parser-perl)
 [ ${#need[@]} -eq 0 ] && exit 0
 ci=0
 case "${CI:-}" in 1|true|TRUE|True|yes) ci=1 ;; esac
@@ -35,6 +37,6 @@ if [ "$ci" = 1 ]; then
   echo "error: could not install ${need[*]} (needs apt-get as root); under CI a missing system package fails" >&2
   exit 1
 fi
-echo "warning: could not install ${need[*]} (needs apt-get as root); METEOR, the report's browser" \
-  "features and the HumanEval sandbox will say they are not available" >&2
+echo "warning: could not install ${need[*]} (needs apt-get as root); METEOR, ROUGE-1.5.5, the report's" \
+  "browser features and the HumanEval sandbox will say they are not available" >&2
 exit 0

@@ -31,7 +31,16 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
 
     from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
 
-    opts = _opts(tiny_encoder, data_dir=str(data_root), bertscore_idf=idf, bertscore_layer=1)
+    # --ref-agg max: the F of the best reference, bert-score's own multi-reference rule; --text-form detok: the
+    # detokenized texts
+    opts = _opts(
+        tiny_encoder,
+        data_dir=str(data_root),
+        bertscore_idf=idf,
+        bertscore_layer=1,
+        ref_agg="max",
+        text_form="detok",
+    )
     store = RunStore(tmp_path / "s.sqlite")
     rep = run_suite(opts, store)
     suite = Suite(opts, store)
@@ -65,6 +74,31 @@ def test_bertscore_rows_equal_bert_score_package(tmp_path, data_root, tiny_encod
     assert pooled["value"].item() == pytest.approx(stats.spearmanr(got, frame["coherence"])[0])
     label = next(lab for lab in rep.results["label"] if lab.startswith("BERTScore"))
     assert "L1" in label and "CPU demo" in label and (("idf" in label) == idf)
+
+
+def test_bertscore_mean_over_references_and_variants(tmp_path, data_root, tiny_encoder):
+    """--ref-agg mean (the default, as BARTScore's SUM/score.py): P, R and F each averaged over SummEval's
+    references, every one scored by bert-score alone, on the tokenized pickle text (--text-form bartscore, the
+    default); R and P are rows of their own."""
+    from bert_score import BERTScorer
+
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
+
+    opts = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), bertscore_layer=1, limit=1)
+    store = RunStore(tmp_path / "s.sqlite")
+    run_suite(opts, store)
+    frame = scoring_frame("SummEval", str(data_root), limit=1)
+    scores = Suite(opts, store).scores("SummEval", frame)
+    own = BERTScorer(model_type=tiny_encoder, num_layers=1, lang="en", nthreads=0)
+    assert frame["candidate_raw"].iat[0] != frame["candidate"].iat[0]  # the pickle's text is tokenized
+    for i, (cand, refs) in enumerate(zip(frame["candidate_raw"], frame["targets_raw"])):
+        refs = list(dict.fromkeys(refs))
+        assert len(refs) == 11
+        p, r, f = own.score([cand] * len(refs), [[t] for t in refs])
+        assert scores["bertscore_f"][i] == pytest.approx(float(f.mean()), abs=1e-5)
+        assert scores["bertscore_r"][i] == pytest.approx(float(r.mean()), abs=1e-5)
+        assert scores["bertscore_p"][i] == pytest.approx(float(p.mean()), abs=1e-5)
+        assert scores["bertscore_f"][i] < float(f.max()) - 1e-4  # not the best reference
 
 
 def test_bertscore_idf_changes_the_run_and_the_numbers(tmp_path, data_root, tiny_encoder):
@@ -168,9 +202,61 @@ def test_moverscore_best_reference_and_bad_settings(tiny_encoder):
 
     ms = MoverScore(tiny_encoder, idf=False, device="cpu")
     two = ms.score(["the cat sat"], [["a dog ran", "the cat sat"]])[0]
-    assert two == pytest.approx(ms.score(["the cat sat"], [["the cat sat"]])[0])
+    same = ms.score(["the cat sat"], [["the cat sat"]])[0]
+    other = ms.score(["the cat sat"], [["a dog ran"]])[0]
+    assert two == pytest.approx(same)
+    # ref_agg="mean": BARTScore's SUM/score.py averages word_mover_score over the references
+    mean = ms.score(["the cat sat"], [["a dog ran", "the cat sat"]], ref_agg="mean")[0]
+    assert mean == pytest.approx((same + other) / 2)
+    with pytest.raises(InputError, match="'mean' or 'max'"):
+        ms.score(["a"], [["b"]], ref_agg="best")
     # [CLS] and [SEP] are no punctuation: they stay (the authors' code keeps them), so an all-punctuation
     # candidate still has two points
     assert ms._keep(ms.tokens(". ,")) == [0, 3]
     with pytest.raises(InputError, match="moverscore-ngram"):
         SuiteOptions(moverscore_ngram=0).check()
+
+
+def test_moverscore_stopwords_file_changes_the_run_and_the_numbers(tmp_path, data_root, tiny_encoder):
+    """--moverscore-stopwords FILE: the words (read as BARTScore reads files/stopwords.txt) go into the run and out
+    of the transport problem; a missing file is one clear error."""
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.diffscore.meta_eval import Suite, run_suite, scoring_frame
+
+    words = tmp_path / "stop.txt"
+    words.write_text("the a of in is\n")
+    store = RunStore(tmp_path / "s.sqlite")
+    a = _opts(tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), limit=4)
+    b = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), limit=4, moverscore_stopwords=str(words)
+    )
+    run_suite(a, store)
+    run_suite(b, store)
+    sa, sb = Suite(a, store), Suite(b, store)
+    run_b = sb.component("embedding").run
+    assert sa.component("embedding").run.run_id != run_b.run_id
+    assert run_b.signature.config["moverscore"]["stop_words"] == ["a", "in", "is", "of", "the"]
+    frame = scoring_frame("BAGEL", str(data_root), limit=4)
+    assert not np.allclose(sa.scores("BAGEL", frame)["moverscore"], sb.scores("BAGEL", frame)["moverscore"])
+    bad = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("BAGEL",), moverscore_stopwords=str(tmp_path / "x")
+    )
+    with pytest.raises(InputError, match="--moverscore-stopwords .*no such file"):
+        run_suite(bad, store)
+
+
+def test_moverscore_idf_documents_are_counted_as_bartscore_counts_them(tmp_path, data_root, tiny_encoder):
+    """moverscore's get_idf_dict over BARTScore's lists (SUM/score.py 112-126): each document's references once per
+    document, every system's output (a repeated text counted each time); BERTScore's IDF keeps distinct texts."""
+    from dlmeval.protocols.diffscore.meta_eval import Suite, scoring_frame
+
+    opts = _opts(
+        tiny_encoder, data_dir=str(data_root), benchmarks=("SummEval",), limit=17
+    )  # 2 whole documents
+    fam = Suite(opts, RunStore(tmp_path / "s.sqlite")).family("embedding")
+    refs, hyps = fam._mover_idf_texts("SummEval")
+    frame = scoring_frame("SummEval", str(data_root), limit=17)
+    assert len(refs) == 22 and len(hyps) == len(frame) == 32  # 2 documents x 11 references; 2 x 16 outputs
+    assert hyps == list(frame["candidate_raw"])  # --text-form bartscore: the tokenized text
+    distinct_refs, distinct_hyps = fam._idf_texts("SummEval")
+    assert len(distinct_refs) == len(set(refs)) and len(distinct_hyps) == len(set(hyps))

@@ -90,6 +90,13 @@ def test_bartscore_directions(bart):
     assert got["f"][0] == pytest.approx(max((a + b) / 2 for a, b in zip(r2h, h2r)))
     single = bart.mean_logprobs([refs[2][0]], [HYP[2]])[0], bart.mean_logprobs([HYP[2]], [refs[2][0]])[0]
     assert got["f"][2] == pytest.approx(sum(single) / 2)
+    # ref_agg="mean": BARTScore's SUM/score.py at its pickles' commit averages ref_hypo and hypo_ref over the refs
+    mean = bartscore(bart, HYP, references=refs, directions=("r2h", "h2r", "f"), ref_agg="mean")
+    assert mean["r2h"][0] == pytest.approx(sum(r2h) / 2) and mean["h2r"][0] == pytest.approx(sum(h2r) / 2)
+    assert mean["f"][0] == pytest.approx((sum(r2h) + sum(h2r)) / 4)
+    assert mean["f"][2] == pytest.approx(got["f"][2])  # one reference: the same either way
+    with pytest.raises(InputError, match="'mean' or 'max'"):
+        bartscore(bart, HYP, references=refs, directions=("f",), ref_agg="median")
 
 
 def test_bartscore_bad_input(bart, tmp_path):

@@ -4,9 +4,12 @@ do not change with batch size, item order, sharding or resumption."""
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch  # imported where a generator is made: the numpy half serves light paths (meta-eval --plan)
 
 
 def derive_seed(*parts: object) -> int:
@@ -16,6 +19,8 @@ def derive_seed(*parts: object) -> int:
 
 
 def torch_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
+    import torch
+
     g = torch.Generator(device=device)
     g.manual_seed(int(seed))
     return g

@@ -1,4 +1,5 @@
-"""Lexical-overlap baselines: sentence BLEU (sacrebleu), ROUGE-1/2/L F1 (rouge-score), METEOR (nltk).
+"""Lexical-overlap baselines: sentence BLEU (sacrebleu), ROUGE-1/2/L (rouge-score; ROUGE-1.5.5 itself is
+:mod:`dlmeval.baselines.rouge155`), METEOR (nltk).
 
 With several references the best one counts: sacrebleu's multi-reference BLEU, rouge-score's ``score_multi`` (per
 ROUGE type, the reference with the highest F1), nltk's ``meteor_score`` (the maximum over references). Duplicate
@@ -83,6 +84,35 @@ def rouge(candidate: str, references: str | Sequence[str]) -> dict[str, float]:
     """ROUGE-1, ROUGE-2 and ROUGE-L F1 (rouge-score, Porter stemmer), best reference per type."""
     scores = _rouge_scorer().score_multi(_refs(references), candidate)
     return {k: float(scores[k].fmeasure) for k in ROUGE_TYPES}
+
+
+def combine_references(
+    per_ref: Sequence[dict[str, tuple[float, float, float]]], agg: str
+) -> dict[str, tuple[float, float, float]]:
+    """Per-reference ``{type: (recall, precision, f)}`` combined over the references, each of R, P, F on its
+    own: ``"mean"`` or ``"max"`` (BARTScore's ``np.mean`` / ``np.max`` over ``axis=0``, SUM/score.py; the max F
+    is rouge-score's ``score_multi`` F, whose best reference is chosen by F)."""
+    if agg not in ("mean", "max"):
+        raise InputError(f"reference aggregation must be 'mean' or 'max', got {agg!r}")
+    if not per_ref:
+        raise InputError("a reference-based metric needs at least one reference")
+    f = (lambda xs: sum(xs) / len(xs)) if agg == "mean" else max
+    return {k: tuple(float(f([d[k][i] for d in per_ref])) for i in range(3)) for k in per_ref[0]}  # type: ignore[misc]
+
+
+def rouge_prf(
+    candidate: str, references: str | Sequence[str], agg: str = "max"
+) -> dict[str, tuple[float, float, float]]:
+    """ROUGE-1, ROUGE-2 and ROUGE-L ``(recall, precision, f)`` with rouge-score (Porter stemmer), each against
+    every distinct reference, combined by :func:`combine_references`."""
+    sc = _rouge_scorer()
+    per_ref = []
+    for ref in _refs(references):
+        s = sc.score(ref, candidate)
+        per_ref.append(
+            {k: (float(s[k].recall), float(s[k].precision), float(s[k].fmeasure)) for k in ROUGE_TYPES}
+        )
+    return combine_references(per_ref, agg)
 
 
 # ---------------------------------------------------------------------------------------------- METEOR

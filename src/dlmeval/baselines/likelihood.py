@@ -16,8 +16,9 @@ name        score                    BARTScore reading
 
 The conditioning text is joined to the scored text as ``TEMPLATE.format(context=x) + y`` with the default
 template ``"{context}\\n\\n"`` (a paragraph break, no instruction): a decoder-only model has no encoder, so the
-source is its prompt. With several references a reference direction takes the best reference (max), as
-BARTScore's ``*_max`` variants do.
+source is its prompt. With several references a reference direction takes the best reference (``ref_agg="max"``,
+the ``*_max`` variants of a later BARTScore branch) or their mean (``"mean"``, BARTScore's SUM/score.py at the
+commit of its pickles), one rule with :func:`dlmeval.baselines.seq2seq.bartscore`.
 """
 
 from __future__ import annotations
@@ -93,13 +94,15 @@ def directional_scores(
     references: Sequence[Sequence[str]] | None = None,
     directions: Sequence[str] = DIRECTIONS,
     cuts: dict[str, list[int]] | None = None,
+    ref_agg: str = "max",
 ) -> dict[str, list[float]]:
-    """The requested directions for every candidate: ``{direction: [score per candidate]}``.
+    """The requested directions for every candidate: ``{direction: [score per candidate]}``. ``ref_agg="mean"``:
+    r2h, h2r and F averaged over the references instead of the best (as BARTScore's SUM/score.py at its pickles'
+    commit averages them).
 
     ``s2h``/``h2s`` need ``sources``; ``r2h``/``h2r``/``f`` need ``references`` (one sequence of references per
-    candidate; the best reference counts for each of r2h and h2r, and ``f`` is the best reference's F =
-    (r2h + h2r) / 2, BARTScore's rule: F per reference, then the best, as :func:`dlmeval.baselines.seq2seq.bartscore`
-    computes it). ``cuts``, when given, is filled with ``{direction: [tokens cut from the conditioning text, per
+    candidate; with ``ref_agg="max"`` the best reference counts for each of r2h and h2r, and ``f`` is the best
+    reference's F = (r2h + h2r) / 2, as :func:`dlmeval.baselines.seq2seq.bartscore` computes it). ``cuts``, when given, is filled with ``{direction: [tokens cut from the conditioning text, per
     candidate (the most over its references)]}``.
     """
     bad = [d for d in directions if d not in DIRECTIONS]
@@ -129,10 +132,17 @@ def directional_scores(
         best_r2h = np.full(n, -np.inf)
         best_h2r = np.full(n, -np.inf)
         best_f = np.full(n, -np.inf)
+        if ref_agg not in ("max", "mean"):
+            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
         for k, i in enumerate(owner):
             best_r2h[i] = max(best_r2h[i], r2h[k])
             best_h2r[i] = max(best_h2r[i], h2r[k])
             best_f[i] = max(best_f[i], (r2h[k] + h2r[k]) / 2)
+        if ref_agg == "mean":
+            own, cnt = np.asarray(owner), np.bincount(np.asarray(owner), minlength=n)
+            best_r2h = np.bincount(own, weights=np.asarray(r2h, dtype=float), minlength=n) / cnt
+            best_h2r = np.bincount(own, weights=np.asarray(h2r, dtype=float), minlength=n) / cnt
+            best_f = (best_r2h + best_h2r) / 2
         if "r2h" in directions:
             out["r2h"] = best_r2h.tolist()
         if "h2r" in directions:

@@ -206,8 +206,13 @@ class MoverScore:
         cost = np.clip((a**2).sum(1)[:, None] + (b**2).sum(1)[None, :] - 2 * a @ b.T, 0.0, None)
         return 1.0 - transport_cost(cost, wa, wb)
 
-    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
-        """MoverScore of each candidate against its best reference."""
+    def score(
+        self, candidates: Sequence[str], references: Sequence[Sequence[str]], ref_agg: str = "max"
+    ) -> list[float]:
+        """MoverScore of each candidate against its best reference (``ref_agg="max"``) or the mean over its
+        references (``"mean"``, as BARTScore's SUM/score.py averages ``word_mover_score`` over them)."""
+        if ref_agg not in ("max", "mean"):
+            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
         cands = list(candidates)
         refs = [[r] if isinstance(r, str) else list(dict.fromkeys(r)) for r in references]
         if len(refs) != len(cands) or any(not r for r in refs):
@@ -220,7 +225,8 @@ class MoverScore:
         def side(t: str, is_ref: bool) -> tuple:
             return embs[t], self._weights(conv(toks[t]), is_ref), self._keep(toks[t])
 
-        return [max(self._pair(side(r, True), side(c, False)) for r in rs) for c, rs in zip(cands, refs)]
+        agg = max if ref_agg == "max" else (lambda xs: float(np.mean(list(xs))))
+        return [agg(self._pair(side(r, True), side(c, False)) for r in rs) for c, rs in zip(cands, refs)]
 
 
 def load_moverscore(

@@ -18,8 +18,10 @@ name        score                    BARTScore reading
                                      nearest seq2seq analogue of a marginal (fluency) score
 ========== ======================== =======================================================================
 
-With several references, ``r2h`` and ``h2r`` take the best reference and ``f`` the best per-reference mean
-``max_k (r2h_k + h2r_k) / 2``: BARTScore's ``*_max`` and its ``avg_f`` (``(0.5 * (ref_hypo + hypo_ref)).max()``).
+With several references (``ref_agg``): ``"max"``, ``r2h`` and ``h2r`` take the best reference and ``f`` the best
+per-reference mean ``max_k (r2h_k + h2r_k) / 2`` (the ``*_max`` variants of a later BARTScore branch, commit
+1dcb9eb); ``"mean"``, each averaged over the references, as SUM/score.py does at 248f511, the commit of the
+pickles and of the published tables (the meta-evaluation's default, ``--ref-agg``).
 
 The paper's checkpoint is ``facebook/bart-large-cnn`` (406M). Loading is offline by default
 (``local_files_only``): pass a local checkpoint directory, or ``allow_download=True`` where there is internet.
@@ -174,8 +176,12 @@ def bartscore(
     sources: Sequence[str] | None = None,
     references: Sequence[Sequence[str] | str] | None = None,
     directions: Sequence[str] = ("s2h", "r2h", "h2r", "f"),
+    ref_agg: str = "max",
 ) -> dict[str, list[float]]:
     """BARTScore's directions for every candidate: ``{direction: [score per candidate]}`` (see the module table).
+    ``ref_agg``: several references combine by ``"max"`` (the best reference per direction, the best per-reference
+    F) or ``"mean"`` (BARTScore's SUM/score.py at the commit of its pickles, 248f511: ``ref_hypo`` and ``hypo_ref``
+    averaged over the references, ``avg_f`` their mean).
 
     ``scorer``: a :class:`Seq2SeqScorer`, or anything with its ``mean_logprobs(contexts, texts)`` (the GPTScore
     scorer uses this function for its directions).
@@ -207,7 +213,12 @@ def bartscore(
         r2h = np.asarray(scorer.mean_logprobs(flat_r, flat_c))
         h2r = np.asarray(scorer.mean_logprobs(flat_c, flat_r))
         own = np.asarray(owner)
+        if ref_agg not in ("max", "mean"):
+            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
         for name, vals in (("r2h", r2h), ("h2r", h2r), ("f", (r2h + h2r) / 2)):
+            if ref_agg == "mean":
+                out[name] = np.bincount(own, weights=vals, minlength=n) / np.bincount(own, minlength=n)
+                continue
             best = np.full(n, -np.inf)
             np.maximum.at(best, own, vals)
             out[name] = best

@@ -78,6 +78,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run an analysis of the paper instead of the suite (docs/diffscore.md): %(choices)s",
     )
     p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what the run would fill and stop: the paper table and cells each row fills, the protocols, the "
+        "data source, every baseline's checkpoint and whether it is here (loads no model)",
+    )
+    p.add_argument(
+        "--protocol",
+        default="paper",
+        metavar="NAME",
+        help="paper (default): the correlations the DiffScore paper states (REALSumm: system-level Pearson, F variants); "
+        "bartscore: BARTScore's analysis exactly (REALSumm: Spearman / Kendall per document on the recall "
+        "variants, rouge1_r, bertscore_r, ...); results.csv names it (suite_protocol); docs/diffscore.md",
+    )
+    p.add_argument(
+        "--ref-agg",
+        default="mean",
+        metavar="RULE",
+        help="several references (SummEval's 11): mean (default; BARTScore's SUM/score.py averages every metric over "
+        "the references) or max (the best reference) of ROUGE's and BERTScore's per-reference P / R / F",
+    )
+    p.add_argument(
+        "--text-form",
+        default="bartscore",
+        metavar="FORM",
+        help="bartscore (default): each metric reads the text BARTScore gave it (ROUGE the tokenized pickle text "
+        "lower-cased, BERTScore / MoverScore the tokenized text); detok: the detokenized text for every metric",
+    )
+    p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
     )
     p.add_argument(
@@ -195,6 +223,9 @@ def _options(args):
         suite=args.suite,
         benchmarks=_names(args.benchmarks),
         limit=args.limit,
+        protocol=args.protocol,
+        ref_agg=args.ref_agg,
+        text_form=args.text_form,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
@@ -240,12 +271,43 @@ def _options(args):
     )
 
 
+def _plan(args) -> int:
+    """``--plan``: the cells, protocols, data and checkpoints of the run, without torch or a store."""
+    from dataclasses import replace
+
+    from dlmeval.protocols.diffscore.meta_eval.options import SuiteOptions
+    from dlmeval.protocols.diffscore.meta_eval.plan import plan_markdown, plan_tables
+
+    base = SuiteOptions()
+    opts = replace(
+        base,
+        suite=args.suite,
+        benchmarks=_names(args.benchmarks),
+        protocol=args.protocol,
+        ref_agg=args.ref_agg,
+        text_form=args.text_form,
+        sources=_sources(getattr(args, "benchmark_source", None) or []),
+        families=_names(args.metrics),
+        dlm=args.model,
+        ar=args.ar_model,
+        data_dir=args.data_dir,
+        ft=args.ft,
+        **option_values(args),
+    )
+    opts.check_plan()
+    tables = plan_tables(opts)
+    emit(args, tables, plan_markdown(tables))
+    return 0
+
+
 def run(args) -> int:
     from dlmeval.errors import InputError
     from dlmeval.parallel import current, open_store
     from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs, run_suite, write_outputs
     from dlmeval.store.access import check_writable_store
 
+    if getattr(args, "plan", False):
+        return _plan(args)
     opts = _options(args)
     command_line = shlex.join(["dlmeval", *sys.argv[1:]])
     # validate, then open: the options, the data files and the models are checked before the store is opened

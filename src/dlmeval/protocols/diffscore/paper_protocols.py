@@ -86,6 +86,36 @@ BENCHMARK_PROTOCOLS: dict[str, tuple[str, ...]] = {
     **{lp: ("darr_tau",) for lp in ("de-en", "fi-en", "ru-en", "zh-en")},
 }
 
+#: ``--protocol``: ``paper`` = what the DiffScore paper states (BENCHMARK_PROTOCOLS), ``bartscore`` = BARTScore's
+#: ``analysis.py`` / ``analysis.ipynb`` exactly (the tables its baseline numbers come from)
+SUITE_PROTOCOLS = ("paper", "bartscore")
+#: where the ``bartscore`` protocol differs from BENCHMARK_PROTOCOLS: REALSumm is judged by the Spearman / Kendall
+#: correlation per document over its 24 systems, averaged (``SUMStat.evaluate_summary``, analysis.ipynb cell 9),
+#: not by the system-level Pearson the DiffScore paper states for it (its Table 2 caption)
+BARTSCORE_PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "REALSumm": ("doc_spearman", "doc_kendall", "sys_pearson", "sys_spearman"),
+}
+#: the variant of a reference-based metric (P / R / F) each benchmark reports under the ``bartscore`` protocol:
+#: recall on REALSumm ("we use recall-based metrics (e.g. bert_score_r, rouge1_r, ...)", analysis.ipynb cell 8),
+#: F elsewhere ("For others, we use F-based metrics", same cell). The ``paper`` protocol reports F everywhere (the
+#: DiffScore paper names no variant).
+BARTSCORE_VARIANT: dict[str, str] = {"REALSumm": "r"}
+
+
+def suite_protocols(benchmark: str, suite_protocol: str = "paper") -> tuple[str, ...]:
+    """The correlation protocols of ``benchmark`` under ``--protocol`` (the first is the headline)."""
+    if suite_protocol not in SUITE_PROTOCOLS:
+        raise InputError(f"--protocol {suite_protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+    if suite_protocol == "bartscore" and benchmark in BARTSCORE_PROTOCOLS:
+        return BARTSCORE_PROTOCOLS[benchmark]
+    return BENCHMARK_PROTOCOLS[benchmark]
+
+
+def metric_variant(benchmark: str, suite_protocol: str = "paper") -> str:
+    """``"p"``, ``"r"`` or ``"f"``: the variant of the reference-based metrics a benchmark reports."""
+    return BARTSCORE_VARIANT.get(benchmark, "f") if suite_protocol == "bartscore" else "f"
+
+
 #: the human "dimension" of the WMT DARR sets (pairs, no score column)
 DARR = "DARR"
 

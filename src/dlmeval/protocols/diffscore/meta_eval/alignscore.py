@@ -20,6 +20,10 @@ class AlignScoreFamily(MetricFamily):
     name = "alignscore"
     rank = 37
     kind = "meta-eval-alignscore"
+    checkpoints = (
+        ("alignscore_model", "AlignScore checkpoint (AlignScore-large.ckpt)", ()),
+        ("alignscore_base", "its RoBERTa", ("FacebookAI/roberta-large", "roberta-large")),
+    )
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = ("alignscore",)

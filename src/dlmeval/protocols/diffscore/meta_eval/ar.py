@@ -44,6 +44,7 @@ class ARFamily(MetricFamily):
     name = "ar"
     rank = 30
     kind = "meta-eval-ar"
+    checkpoints = (("ar", "AR model (--ar-model; a dlmeval model spec or directory)", ()),)
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     order = (*(f"ar:{d}" for d in AR_DIRECTIONS), "ar:mapped")
     mapped = "ar:mapped"
@@ -57,8 +58,9 @@ class ARFamily(MetricFamily):
         cfg: dict[str, Any] = {
             "template": DEFAULT_TEMPLATE,
             "score": "mean-logprob",
-            # one rule with the bartscore family: F per reference, then the best reference (BARTScore's)
-            "multi_reference_f": "best per-reference F",
+            # one rule with the bartscore family (--ref-agg): mean over the references (BARTScore's SUM/score.py at
+            # its pickles' commit) or the best reference per direction and the best per-reference F
+            "multi_reference": f"{self.opts.ref_agg} over references",
         }
         return refs_config(cfg, self.opts)
 
@@ -87,6 +89,7 @@ class ARFamily(MetricFamily):
             else None,
             directions=base,
             cuts=cuts,
+            ref_agg=self.opts.ref_agg,
         )
         if "sbi" in directions:
             got["sbi"] = [(a + b) / 2 for a, b in zip(got["s2h"], got["h2s"])]

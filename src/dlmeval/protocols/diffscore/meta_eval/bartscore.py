@@ -39,6 +39,13 @@ class BARTScoreFamily(MetricFamily):
     name = "bartscore"
     rank = 32  # after the AR likelihood rows
     kind = "meta-eval-bartscore"
+    checkpoints = (
+        (
+            "bartscore_model",
+            "BARTScore seq2seq (paper: facebook/bart-large-cnn; BARTScore's own MT / D2T rows used bart-large-cnn + Para)",
+            ("facebook/bart-large-cnn",),
+        ),
+    )
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False  # no checkpoint ships with dlmeval: asked for with --metrics
     order = (*(f"bartscore:{d}" for d in BARTSCORE_DIRECTIONS), "bartscore:mapped")
@@ -85,6 +92,7 @@ class BARTScoreFamily(MetricFamily):
         cfg: dict[str, Any] = {
             "score": "mean-target-logprob-with-special-tokens",
             "max_length": self.scorer().max_length,
+            "multi_reference": f"{self.opts.ref_agg} over references",  # --ref-agg
         }
         return refs_config(cfg, self.opts)
 
@@ -106,6 +114,7 @@ class BARTScoreFamily(MetricFamily):
             sources=[r["cond_source"] for r in rows],
             references=[r["targets"][: self.opts.ar_max_refs] for r in rows] if wants_refs else None,
             directions=directions,
+            ref_agg=self.opts.ref_agg,
         )
         return {
             u.uid: {f"bartscore:{d}": {"score": float(got[d][i])} for d in directions}

@@ -173,7 +173,8 @@ def scoring_frame(
     the output was made from: article, meaning representation, or WMT foreign-language source), ``cond_source``
     (what DiffScore and the s2h/h2s directions condition on: the source, or the reference translation for WMT),
     ``targets`` (the texts reference-based metrics compare with: the references, or the source for the factuality
-    sets), ``has_reference``, ``candidate``, then the human dimensions (pairwise sets: ``pair_id``, ``side``).
+    sets), ``has_reference``, ``candidate``, ``candidate_raw`` and ``targets_raw`` (the same texts as in the data file,
+    before detokenization: BARTScore's pickles are tokenized), then the human dimensions (pairwise sets: ``pair_id``, ``side``).
     ``source``: read from a dataset instead of the benchmark's file.
     """
     return get_benchmark(name).frame(data_dir, limit, source)
@@ -233,6 +234,8 @@ def read_bartscore_outputs(b: Benchmark, data_dir: str | None, limit: int | None
 def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
     df = _limit_rows(df, b.task == "SUM", limit)
     refs = [tuple(dict.fromkeys(r)) for r in df["references"]]
+    raw = "candidate_raw" in df.columns  # the tokenized pickle text (the hub reader's equals the text)
+    refs_raw = [tuple(dict.fromkeys(r)) for r in df["references_raw" if raw else "references"]]
     digests = [
         _content_digest(s, *rf, c) for s, rf, c in zip(df["source"], refs, df["candidate"], strict=True)
     ]
@@ -248,6 +251,11 @@ def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.Data
             "targets": refs if b.has_reference else [(s,) for s in df["source"]],
             "has_reference": b.has_reference,
             "candidate": df["candidate"],
+            # the texts before detokenization, for the metrics BARTScore gave them to (ROUGE, see the lexical family)
+            "candidate_raw": df["candidate_raw" if raw else "candidate"],
+            "targets_raw": refs_raw
+            if b.has_reference
+            else [(s,) for s in df["source_raw" if raw else "source"]],
         }
     )
     for dim in b.dimensions:
@@ -289,6 +297,8 @@ def _pairs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.DataFr
                     "targets": (r.ref,),
                     "has_reference": True,
                     "candidate": cand,
+                    "candidate_raw": cand,
+                    "targets_raw": (r.ref,),
                     "pair_id": str(r.pair_id),
                     "side": side,
                 }

@@ -122,6 +122,7 @@ class DiffScoreFamily(MetricFamily):
     name = "diffscore"
     rank = 40
     kind = "meta-eval-diffscore"
+    checkpoints = (("dlm", "diffusion model (--model)", ()),)
     prefix = "diffscore"  # metric ids are "{prefix}:{config}"
     title = "DiffScore"
     order = (*(f"diffscore:{c}" for c in DIFFSCORE_CONFIGS), "diffscore:mapped")

@@ -27,81 +27,112 @@ def evaluate_benchmark(suite, name: str) -> tuple[list[dict], list[dict]]:
     frame = suite.frame(name)
     scores = suite.scores(name, frame)
     task = frame["task"].iat[0]
-    protocols = bench.protocols
-    if task == "D2T" and has_systems(frame):
-        # the paper's D2T table is system-level: where the files name the systems (the importer keeps them), the
-        # system-level Spearman is the headline; BARTScore's files name none, and the outputs are correlated
-        protocols = ("sys_spearman", *(p for p in protocols if p != "sys_spearman"))
+
+    def protocols_under(suite_protocol: str) -> tuple[str, ...]:
+        protocols = bench.protocols
+        if suite_protocol == "bartscore" and name in P.BARTSCORE_PROTOCOLS:
+            protocols = P.BARTSCORE_PROTOCOLS[
+                name
+            ]  # BARTScore's analysis (see paper_protocols.SUITE_PROTOCOLS)
+        if task == "D2T" and has_systems(frame):
+            # the paper's D2T table is system-level: where the files name the systems (the importer keeps them),
+            # the system-level Spearman is the headline; BARTScore's files name none, and the outputs are correlated
+            protocols = ("sys_spearman", *(p for p in protocols if p != "sys_spearman"))
+        return protocols
+
+    # where the two suite protocols differ on this benchmark (REALSumm), the other one's records follow, named by
+    # their suite_protocol and never primary: results.csv holds both
+    passes = [o.protocol]
+    if name in P.BARTSCORE_PROTOCOLS or P.metric_variant(name, "bartscore") != "f":
+        passes += [sp for sp in P.SUITE_PROTOCOLS if sp != o.protocol]
     results, comps = [], []
     for dim in bench.dimensions:
         judged = judged_for(frame, dim)
-        full = suite.metric_sources(name, dim, scores)
-        rows = [(m, fam, lab) for m, fam, lab, _ in full]
         cfg = bench.config_for(dim)
-        vectors = {m: scores[src] for m, _, _, src in full}
-        for pi, proto in enumerate(protocols):
-            bseed = derive_seed(o.seed, "meta-eval-bootstrap", name, dim, proto)
-            # the columns every record of this (dimension, protocol) starts with
-            where = {"benchmark": name, "task": task, "dimension": dim,
-                     "dimension_tag": P.DIMENSION_TAGS.get(dim, dim), "protocol": proto}  # fmt: skip
-            for m, fam, label in rows:
-                j, v, n_ok, n_dropped = _finite(judged, vectors[m], dim)
-                rec = {
-                    **where,
-                    "protocol_label": P.PROTOCOLS[proto],
-                    "primary": pi == 0,
-                    "metric": m,
-                    "family": fam,
-                    "label": label,
-                    "config": cfg if m.endswith(":mapped") else None,
-                    "value": math.nan,
-                    "n": 0,
-                    "ci_lo": math.nan,
-                    "ci_hi": math.nan,
-                    "dropped": n_dropped,
-                }
-                if n_ok >= 2:
-                    res = P.evaluate(proto, j, v)
-                    rec["value"], rec["n"] = res.value, res.n
-                    if o.bootstrap and (pi == 0 or o.ci_protocols == "all"):
-                        rec["ci_lo"], rec["ci_hi"] = P.protocol_ci(
-                            proto, j, v, n_resamples=o.bootstrap, confidence=o.confidence, seed=bseed
-                        )
-                results.append(rec)
-            if pi != 0:
-                continue
-            # significance on the primary protocol: the pairs each family asks for (DiffScore (paper mapping)
-            # against every other row, DiffScore-FT against zero-shot DiffScore and AR)
-            ids = [m for m, _, _ in rows]
-            pairs = [p for f in suite.families() for p in suite.component(f).comparisons(ids)]
-            labels = {m: lab for m, _, lab in rows}
-            for a, b in pairs:
-                rec = _compare(
-                    judged, dim, proto, vectors[a], vectors[b], o, derive_seed(bseed, "compare", a, b)
-                )
-                if rec is None:
+        seen: set[tuple[str, str]] = set()  # (metric, protocol) pairs already recorded
+        for sp in passes:
+            full = suite.metric_sources(name, dim, scores, protocol=sp)
+            rows = [(m, fam, lab) for m, fam, lab, _ in full]
+            vectors = {m: scores[src] for m, _, _, src in full}
+            for pi, proto in enumerate(protocols_under(sp)):
+                primary = sp == o.protocol and pi == 0
+                bseed = derive_seed(o.seed, "meta-eval-bootstrap", name, dim, proto)
+                # the columns every record of this (dimension, protocol) starts with
+                where = {"benchmark": name, "task": task, "dimension": dim,
+                         "dimension_tag": P.DIMENSION_TAGS.get(dim, dim), "suite_protocol": sp,
+                         "protocol": proto}  # fmt: skip
+                _records(o, judged, dim, cfg, proto, primary, bseed, where, rows, vectors, seen, results)
+                if not primary:
                     continue
-                comps.append(
-                    {
-                        **where,
-                        "metric_a": a,
-                        "label_a": labels[a],
-                        "metric_b": b,
-                        "label_b": labels[b],
-                        **rec,
-                    }
-                )
-            # the paper's marks: DiffScore against BARTScore / GPTScore, Williams at the column's level
-            for rec in paper_mark_records(judged, proto, vectors, o.alpha):
-                comps.append(
-                    {
-                        **where,
-                        "label_a": labels[rec["metric_a"]],
-                        "label_b": labels[rec["metric_b"]],
-                        **rec,
-                    }
-                )
+                comps += _comparisons(suite, o, judged, dim, proto, bseed, where, rows, vectors)
     return results, comps
+
+
+def _records(o, judged, dim, cfg, proto, primary, bseed, where, rows, vectors, seen, results) -> None:
+    """The result records of one (dimension, protocol), appended to ``results`` (a (metric, protocol) pair in
+    ``seen`` is skipped: recorded under the run's own suite protocol already)."""
+    for m, fam, label in rows:
+        if (m, proto) in seen:
+            continue
+        seen.add((m, proto))
+        j, v, n_ok, n_dropped = _finite(judged, vectors[m], dim)
+        rec = {
+            **where,
+            "protocol_label": P.PROTOCOLS[proto],
+            "primary": primary,
+            "metric": m,
+            "family": fam,
+            "label": label,
+            "config": cfg if m.endswith(":mapped") else None,
+            "value": math.nan,
+            "n": 0,
+            "ci_lo": math.nan,
+            "ci_hi": math.nan,
+            "dropped": n_dropped,
+        }
+        if n_ok >= 2:
+            res = P.evaluate(proto, j, v)
+            rec["value"], rec["n"] = res.value, res.n
+            if o.bootstrap and (primary or o.ci_protocols == "all"):
+                rec["ci_lo"], rec["ci_hi"] = P.protocol_ci(
+                    proto, j, v, n_resamples=o.bootstrap, confidence=o.confidence, seed=bseed
+                )
+        results.append(rec)
+
+
+def _comparisons(suite, o, judged, dim, proto, bseed, where, rows, vectors) -> list[dict]:
+    """Significance records on the primary protocol of one dimension."""
+    comps: list[dict] = []
+    # significance on the primary protocol: the pairs each family asks for (DiffScore (paper mapping)
+    # against every other row, DiffScore-FT against zero-shot DiffScore and AR)
+    ids = [m for m, _, _ in rows]
+    pairs = [p for f in suite.families() for p in suite.component(f).comparisons(ids)]
+    labels = {m: lab for m, _, lab in rows}
+    for a, b in pairs:
+        rec = _compare(judged, dim, proto, vectors[a], vectors[b], o, derive_seed(bseed, "compare", a, b))
+        if rec is None:
+            continue
+        comps.append(
+            {
+                **where,
+                "metric_a": a,
+                "label_a": labels[a],
+                "metric_b": b,
+                "label_b": labels[b],
+                **rec,
+            }
+        )
+    # the paper's marks: DiffScore against BARTScore / GPTScore, Williams at the column's level
+    for rec in paper_mark_records(judged, proto, vectors, o.alpha):
+        comps.append(
+            {
+                **where,
+                "label_a": labels[rec["metric_a"]],
+                "label_b": labels[rec["metric_b"]],
+                **rec,
+            }
+        )
+    return comps
 
 
 def _compare(

@@ -158,6 +158,15 @@ class MetricFamily:
     options: ClassVar[tuple[FamilyOption, ...]] = ()
     #: what the family's options configure, for the title of their group (default: the family's name)
     options_title: ClassVar[str] = ""
+    #: the checkpoints it loads, for ``meta-eval --plan``: ``(SuiteOptions field, what, default hub ids)`` (the
+    #: field's value when set, else the first default hub id found in the local cache)
+    checkpoints: ClassVar[tuple[tuple[str, str, tuple[str, ...]], ...]] = ()
+
+    @classmethod
+    def tools(cls, opts: Any) -> list[tuple[str, str]]:
+        """Other things the family needs on this machine, for ``meta-eval --plan``: ``(what, present or why
+        not)``."""
+        return []
 
     def __init__(self, suite: SuiteAPI):
         self.suite = suite
@@ -218,6 +227,12 @@ class MetricFamily:
     def metrics(self, bench: Benchmark) -> list[str]:
         """Metric ids this family yields on ``bench`` (each stored as ``"{row key}|{metric id}"``)."""
         raise NotImplementedError
+
+    def reported(self, bench: Benchmark, protocol: str | None = None) -> list[str]:
+        """The metric ids that become rows of ``bench``'s results (default: every stored one, :meth:`metrics`); a
+        family that stores P / R / F variants reports the one suite protocol ``protocol`` (default: the suite's
+        ``--protocol``) uses there (:func:`~dlmeval.protocols.diffscore.paper_protocols.metric_variant`)."""
+        return self.metrics(bench)
 
     def compute(self, frame: pd.DataFrame, chunk: list[Unit]) -> dict[str, dict[str, dict[str, Any]]]:
         """``{unit uid: {metric id: result dict with a "score"}}`` for one chunk (read a unit's texts from

@@ -22,6 +22,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
     name = "ft"
     rank = 50
     kind = "meta-eval-diffscore-ft"
+    checkpoints = (("ft_options.model", "DiffScore-FT base model (--ft-model; default --model)", ()),)
     listed = False  # switched on by --ft, not by --metrics
     prefix = "diffscore-ft"
     title = "DiffScore-FT"

@@ -35,6 +35,7 @@ class GEvalFamily(MetricFamily):
     name = "geval"
     rank = 35
     kind = "meta-eval-geval"
+    checkpoints = (("geval_judge", "G-Eval judge (paper: GPT-4 through its API)", ()),)
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = tuple(f"geval:{f}" for f in dict.fromkeys(DIMENSION_FORM.values())) + ("geval:mapped",)

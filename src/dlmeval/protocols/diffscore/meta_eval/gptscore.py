@@ -37,6 +37,7 @@ class GPTScoreFamily(MetricFamily):
     name = "gptscore"
     rank = 34  # after the AR likelihood and BARTScore rows
     kind = "meta-eval-gptscore"
+    checkpoints = (("ar", "GPTScore AR model (--ar-model; paper: GPT-2-large)", ()),)
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = tuple(

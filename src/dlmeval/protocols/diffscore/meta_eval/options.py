@@ -38,6 +38,20 @@ class SuiteOptions:
     dlm: str = "default"
     dlm_adapter: str | None = None  # a LoRA adapter directory loaded onto ``dlm`` (``--adapter``)
     ar: str = "default-ar"
+    # ``--protocol``: "paper" (what the DiffScore paper states) or "bartscore" (BARTScore's analysis exactly: REALSumm
+    # per document on the recall variants); see paper_protocols.SUITE_PROTOCOLS and docs/diffscore.md
+    protocol: str = "paper"
+    # the lexical family's ROUGE (``--rouge-impl``): "rouge-score" (Google's reimplementation) or "rouge155" (the
+    # ROUGE-1.5.5 Perl script with BARTScore's options, dlmeval.baselines.rouge155)
+    rouge_impl: str = "rouge-score"
+    # several references (SummEval's 11): how ROUGE's and BERTScore's per-reference P / R / F combine
+    # (``--ref-agg``). "mean": BARTScore's SUM/score.py at the commit of the shipped pickles (it averages every metric
+    # over the references); the DiffScore paper names no rule; "max": the best reference
+    ref_agg: str = "mean"
+    # the text ROUGE, BERTScore and MoverScore read (``--text-form``): "bartscore" = BARTScore's form per metric
+    # (SUM/score.py: ROUGE the tokenized text lower-cased, BERTScore and MoverScore the tokenized text as it is; the
+    # DiffScore paper is silent, so BARTScore's is the default); "detok": the detokenized text for every metric
+    text_form: str = "bartscore"
     # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
     # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
     encoder: str | None = None
@@ -52,6 +66,9 @@ class SuiteOptions:
     moverscore_model: str | None = None
     moverscore_ngram: int = 1
     moverscore_idf: bool = True
+    moverscore_stopwords: str | None = (
+        None  # a file of space-separated stop words (BARTScore's files/stopwords.txt)
+    )
     # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
     # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
     unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
@@ -179,6 +196,18 @@ class SuiteOptions:
 
         return EstimatorSpec(**self.estimator()).as_dict()
 
+    def check_plan(self) -> None:
+        """The checks ``meta-eval --plan`` needs (names of families, benchmarks and protocols; no model)."""
+        from dlmeval.protocols.diffscore.paper_protocols import SUITE_PROTOCOLS
+
+        known = family_names()
+        bad = [f for f in self.selected_families() if f not in known]
+        if bad:
+            raise InputError(f"unknown metric family {bad}; choose from {', '.join(known)}")
+        if self.protocol not in SUITE_PROTOCOLS:
+            raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        self.resolved_benchmarks()
+
     def check(self) -> None:
         known = family_names()
         bad = [f for f in self.selected_families() if f not in known]
@@ -188,6 +217,18 @@ class SuiteOptions:
             )
         if self.limit is not None and self.limit < 1:
             raise InputError(f"--limit must be a positive number of items, got {self.limit}")
+        from dlmeval.protocols.diffscore.paper_protocols import SUITE_PROTOCOLS
+
+        if self.protocol not in SUITE_PROTOCOLS:
+            raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        from dlmeval.protocols.diffscore.meta_eval.baselines import REF_AGGS, ROUGE_IMPLS, TEXT_FORMS
+
+        if self.rouge_impl not in ROUGE_IMPLS:
+            raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
+        if self.ref_agg not in REF_AGGS:
+            raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
+        if self.text_form not in TEXT_FORMS:
+            raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):

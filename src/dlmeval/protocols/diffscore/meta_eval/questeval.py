@@ -24,6 +24,10 @@ class QuestEvalFamily(MetricFamily):
     name = "questeval"
     rank = 38
     kind = "meta-eval-questeval"
+    checkpoints = (
+        ("questeval_qg_model", "QuestEval question generator", ("ThomasNLG/t5-qg_squad1-en",)),
+        ("questeval_qa_model", "QuestEval question answerer", ("ThomasNLG/t5-qa_squad2neg-en",)),
+    )
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = ("questeval", "questeval:precision", "questeval:recall")

@@ -168,13 +168,16 @@ class Suite:
         """``(metric id, family, label)`` rows for a benchmark dimension, in table order, with the mapped rows."""
         return [(m, fam, lab) for m, fam, lab, _ in self.metric_sources(name, dimension, scores)]
 
-    def metric_sources(self, name: str, dimension: str, scores) -> list[tuple[str, str, str, str]]:
-        """``(metric id, family, label, the metric id whose scores the row reads)``."""
+    def metric_sources(
+        self, name: str, dimension: str, scores, protocol: str | None = None
+    ) -> list[tuple[str, str, str, str]]:
+        """``(metric id, family, label, the metric id whose scores the row reads)``; the rows the families report
+        under suite protocol ``protocol`` (default: the run's ``--protocol``)."""
         bench = get_benchmark(name)
         rows: list[tuple[str, str, str, str]] = []
         for f in self.families():
             fam = self.component(f)
-            for m in fam.metrics(bench):
+            for m in fam.reported(bench, protocol):
                 if m in scores:
                     rows.append((m, f, fam.label(m), m))
             src = fam.mapped_source(bench, dimension) if fam.mapped else None

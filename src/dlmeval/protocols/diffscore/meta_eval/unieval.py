@@ -39,6 +39,10 @@ class UniEvalFamily(MetricFamily):
     name = "unieval"
     rank = 36
     kind = "meta-eval-unieval"
+    checkpoints = (
+        ("unieval_model", "UniEval summarization / data-to-text", ("MingZhong/unieval-sum",)),
+        ("unieval_fact_model", "UniEval factuality (Rank19, QAGS)", ("MingZhong/unieval-fact",)),
+    )
     batched = True  # SuiteOptions.ar_batch_size rows a forward pass: in the run configuration
     default = False
     order = tuple(

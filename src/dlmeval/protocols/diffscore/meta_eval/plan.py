@@ -1,0 +1,130 @@
+"""``dlmeval meta-eval --plan``: what a suite run would fill, without running it (and without importing torch).
+
+For the chosen benchmarks and metric families: the DiffScore paper's table each benchmark goes in and the cells
+(benchmark, dimension, protocol) its rows fill, the protocols under ``--protocol``, where the data come from and
+whether the file is here, and every family's checkpoints (the option that sets each, its default, and whether it
+is on this machine: a directory, or a hub id in the local Hugging Face cache)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlmeval.protocols.diffscore import paper_protocols as P
+from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, get_benchmark
+from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
+
+#: the DiffScore paper's tables (its section 5, captions quoted)
+PAPER_TABLES = {
+    "mt": "Table 1 (segment-level Kendall tau, WMT19 DARR)",
+    "sum": "Table 2 (meta-evaluation on six summarization benchmarks)",
+    "d2t": "Table 3 (system-level Spearman rho, data-to-text)",
+}
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """What a family's ``metrics`` / ``reported`` read of its suite when planning: the options."""
+
+    opts: Any
+
+
+def _present(spec: str | None, hub_ids: tuple[str, ...]) -> tuple[str, str]:
+    """``(what is used, whether it is here)`` for a checkpoint option's value (None: its default hub ids)."""
+    from dlmeval.baselines.checkpoints import cached_snapshot
+
+    if spec is not None:
+        p = Path(str(spec)).expanduser()
+        if p.exists():
+            return str(spec), "yes (local path)"
+        if "/" in str(spec) and not str(spec).startswith((".", "/", "~")):
+            return str(spec), "yes (hub cache)" if cached_snapshot(str(spec)) else "no (hub id, not cached)"
+        return str(spec), "dlmeval model spec (`dlmeval models`)"
+    if not hub_ids:
+        return "-", "-"
+    for h in hub_ids:
+        if cached_snapshot(h) is not None:
+            return h, "yes (hub cache)"
+    return hub_ids[0], "no (not in the hub cache: --allow-download or a local copy)"
+
+
+def plan_tables(opts) -> dict[str, list[dict[str, Any]]]:
+    """``{"cells": [...], "checkpoints": [...]}``: one record per (benchmark, dimension, family) and per
+    (family, checkpoint)."""
+    benches = opts.resolved_benchmarks()
+    families = [n for n in opts.selected_families() if n in METRIC_FAMILIES]
+    cells: list[dict[str, Any]] = []
+    for name in benches:
+        b = get_benchmark(name, opts.suite)
+        protocols = b.protocols
+        if opts.protocol == "bartscore" and name in P.BARTSCORE_PROTOCOLS:
+            protocols = P.BARTSCORE_PROTOCOLS[name]
+        src = opts.source_for(name)
+        if src is not None:
+            data, here = f"dataset {src.source}" + (f":{src.split}" if src.split else ""), "-"
+        else:
+            try:
+                f = b.data_file(opts.data_dir)
+                data, here = str(f), "yes" if f.is_file() else "no"
+            except Exception as e:  # no data directory at all
+                data, here = str(e), "no"
+        for dim in b.dimensions:
+            tag = P.DIMENSION_TAGS.get(dim, dim)
+            cell = (
+                f"{name} {tag} ({P.PROTOCOL_TAGS[protocols[0]]})" if dim != P.DARR else f"{name} (DARR tau)"
+            )
+            for fam_name in families:
+                cls = METRIC_FAMILIES[fam_name]
+                fam = cls(_Suite(opts))
+                if not fam.applies(b):
+                    continue
+                rows = list(fam.reported(b))
+                if cls.mapped and fam.mapped_source(b, dim) is not None:
+                    rows.append(cls.mapped)
+                cells.append(
+                    {
+                        "table": PAPER_TABLES.get(b.table, b.table),
+                        "cell": cell,
+                        "family": fam_name,
+                        "rows": " ".join(rows),
+                        "protocol": protocols[0],
+                        "secondary": " ".join(protocols[1:]),
+                        "suite_protocol": opts.protocol,
+                        "data": data,
+                        "data_here": here,
+                    }
+                )
+    ckpts: list[dict[str, Any]] = []
+    for fam_name in families:
+        cls = METRIC_FAMILIES[fam_name]
+        for field, what, hub_ids in cls.checkpoints:
+            value = opts
+            for part in field.split("."):
+                value = getattr(value, part)
+            used, here = _present(value, tuple(hub_ids))
+            ckpts.append(
+                {
+                    "family": fam_name,
+                    "checkpoint": what,
+                    "option": "--" + field.split(".")[-1].replace("_", "-"),
+                    "uses": used,
+                    "present": here,
+                }
+            )
+        for what, why in cls.tools(opts):
+            ckpts.append({"family": fam_name, "checkpoint": what, "option": "-", "uses": "-", "present": why})
+    return {"cells": cells, "checkpoints": ckpts}
+
+
+def plan_markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
+    import pandas as pd
+
+    out = []
+    for name, title in (("cells", "cells each row fills"), ("checkpoints", "checkpoints and tools")):
+        df = pd.DataFrame(tables[name])
+        out.append(f"## {title}\n\n" + (df.to_markdown(index=False) if len(df) else "(none)") + "\n")
+    return "\n".join(out)
+
+
+__all__ = ["PAPER_TABLES", "plan_markdown", "plan_tables", "BENCHMARKS"]
