@@ -18,6 +18,7 @@ import os
 import sys
 
 from dlmeval import __version__
+from dlmeval.cli.options import add_code_change_arg, apply_threads
 from dlmeval.errors import DlmevalError
 
 # (module, group) in help order: the three pillars first, then utilities.
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply a LoRA adapter (--adapter, --ft-adapter) to a base other than the one its dlmeval_train.json "
         "records (refused otherwise; the run's model identity records it)",
     )
+    add_code_change_arg(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -102,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         from dlmeval.sandbox import UNSAFE_ENV
 
         os.environ[UNSAFE_ENV] = "1"
+    if args.allow_code_change:
+        from dlmeval.store.code import ALLOW_ENV
+
+        os.environ[ALLOW_ENV] = "1"
     if args.adapter_any_base:
         from dlmeval.models.adapters import ANY_BASE_ENV
 
@@ -118,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     who = ""
     try:
         # under torchrun / accelerate launch / srun: join the group (a single process otherwise)
+        apply_threads(args)
         par = parallel.init_from_env()
         who = f"rank {par.rank}: " if par.distributed else ""
         if not par.is_main:
