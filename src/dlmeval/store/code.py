@@ -1,7 +1,7 @@
 """The identity of the code behind a number (issue 32): a version from version control and a digest of the
 package's files.
 
-* :func:`code_version`: in a git checkout, the version setuptools-scm gives it (``0.1.1.dev12+g1a2b3c4d``, with
+* :func:`code_version`: in a git checkout, the version setuptools-scm gives it (``0.1.1.dev12+g1a2b3c4d5``, with
   ``.dYYYYMMDD`` when the tree has uncommitted changes; computed from ``git describe`` when setuptools-scm is not
   installed); else the version written at install time (``dlmeval/_version.py``, by setuptools-scm), else the
   package metadata, else ``0+unknown``.
@@ -108,8 +108,8 @@ def _checkout_root() -> Path | None:
 def _from_git(root: Path) -> str | None:
     """setuptools-scm's default version scheme from ``git describe`` (its ``guess-next-dev`` and
     ``node-and-date``), for when setuptools-scm itself is not installed."""
-    desc = _git(root, "describe", "--tags", "--long", "--match", "*[0-9]*", "--abbrev=8")
-    node = _git(root, "rev-parse", "--short=8", "HEAD")
+    desc = _git(root, "describe", "--tags", "--long", "--match", "*[0-9]*")
+    node = _git(root, "rev-parse", "--short=9", "HEAD")  # as setuptools-scm 9 abbreviates it
     if node is None:
         return None
     dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
@@ -120,9 +120,9 @@ def _from_git(root: Path) -> str | None:
         parts = m.group(1).split(".")
         parts[-1] = str(int(parts[-1]) + 1)
         base = ".".join(parts) + f".dev{m.group(2)}"
-    else:
+    else:  # no tag: setuptools-scm counts from fallback_version (pyproject.toml: 0.1.0)
         count = _git(root, "rev-list", "--count", "HEAD") or "0"
-        base = f"0.1.dev{count}"
+        base = f"0.1.1.dev{count}"
     local = f"g{node}"
     if dirty:
         import datetime as dt
