@@ -64,10 +64,13 @@ def test_signature_is_deterministic_and_short_line_has_the_documented_fields():
     assert a.run_id == b.run_id and a.short() == b.short() and a.as_dict() == b.as_dict()
     assert re.fullmatch(r"[0-9a-f]{16}", a.run_id)
     v = a.versions
+    n = a.numerics
     assert a.short() == (
-        f"dlmeval:{v['dlmeval']}|kind:diffscore|model:default@3f2a9c1d|dtype:float32|seed:0|"
-        f"cfg:{a.config_sha256[:8]}|torch:{v['torch']}|tf:{v['transformers']}"
+        f"dlmeval:{v['dlmeval']}|src:{a.code['source_sha256'][:8]}|kind:diffscore|model:default@3f2a9c1d|"
+        f"dtype:float32|seed:0|cfg:{a.config_sha256[:8]}|threads:{n['threads']}|det:0|device:cpu|"
+        f"torch:{v['torch']}|tf:{v['transformers']}"
     )
+    assert v["dlmeval"] == a.code["version"]
     assert set(v) == {"dlmeval", "torch", "transformers", "numpy", "python"}
     assert v["torch"].startswith("2.13.0")
     assert Signature.from_dict(a.as_dict()) == a

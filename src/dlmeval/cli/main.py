@@ -20,6 +20,7 @@ import sys
 import threading
 
 from dlmeval import __version__
+from dlmeval.cli.options import add_code_change_arg, apply_threads
 from dlmeval.errors import DlmevalError
 
 # (module, group) in help order: the three pillars first, then utilities.
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply a LoRA adapter (--adapter, --ft-adapter) to a base other than the one its dlmeval_train.json "
         "records (refused otherwise; the run's model identity records it)",
     )
+    add_code_change_arg(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -133,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         from dlmeval.sandbox import UNSAFE_ENV
 
         os.environ[UNSAFE_ENV] = "1"
+    if args.allow_code_change:
+        from dlmeval.store.code import ALLOW_ENV
+
+        os.environ[ALLOW_ENV] = "1"
     if args.adapter_any_base:
         from dlmeval.models.adapters import ANY_BASE_ENV
 
@@ -166,6 +172,7 @@ def _run(args, parallel) -> int:
     who = ""
     try:
         # under torchrun / accelerate launch / srun: join the group (a single process otherwise)
+        apply_threads(args)
         par = parallel.init_from_env()
         who = f"rank {par.rank}: " if par.distributed else ""
         if not par.is_main:

@@ -5,8 +5,10 @@ group                       flags (commands)
 ==========================  ===================================================================================
 :func:`add_model_args`      ``--model`` (score, sample, train, meta-eval)
 :func:`add_runtime_group`   ``--device`` [``--evaluator-device``], ``--dtype``, ``--trust-remote-code``,
-                            ``--allow-download``, ``--seed`` (score, sample, care, robust, meta-eval, train,
-                            check-model, demo, leaderboard verify); :func:`add_seed_arg` alone: perturb
+                            ``--allow-download``, ``--threads``, ``--seed`` (score, sample, care, robust,
+                            meta-eval, train, check-model, demo, leaderboard verify); :func:`add_seed_arg` alone:
+                            perturb
+:func:`add_code_change_arg` ``--allow-code-change`` (global)
 :func:`add_estimator_group` ``--preset``, ``--fast``, ``--masks/-K``, ``--rates/-T``, ``--scheme``,
                             ``--weighting`` (score, meta-eval); choices from :mod:`dlmeval.scoring.names`
 :func:`add_batching_args`   ``--batch-size``, ``--max-tokens`` for DiffScore's forward passes (score, meta-eval)
@@ -21,7 +23,7 @@ The parsed values go to the code through one function each: :func:`dlmeval.cli.c
 (the training loss) are other settings under the same names and stay with ``train``. A meta-eval metric family's
 options are declared by the family (:class:`dlmeval.protocols.diffscore.meta_eval.families.FamilyOption`).
 
-Nothing here imports numpy or torch: ``--help`` stays fast.
+Nothing here imports numpy or torch at import time: ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -85,8 +87,38 @@ def add_runtime_group(
         action="store_true",
         help="allow fetching models from the Hugging Face hub (needs internet); off by default",
     )
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch intra-op threads (default: torch's choice, from OMP_NUM_THREADS or the cores); part of the run "
+        "id: another thread count can move scores in the last bits",
+    )
     add_seed_arg(g, from_spec=from_spec)
     return g
+
+
+def add_code_change_arg(p) -> None:
+    """``--allow-code-change`` (a global flag): resume a run that other code made (the run records it)."""
+    p.add_argument(
+        "--allow-code-change",
+        action="store_true",
+        help="resume a run made by other dlmeval code (another version or source digest); refused otherwise, "
+        "since its results would mix two code versions; the run records it",
+    )
+
+
+def apply_threads(args) -> None:
+    """``--threads N``: torch's intra-op thread count for the command (checked: at least 1)."""
+    n = getattr(args, "threads", None)
+    if n is None:
+        return
+    if n < 1:
+        raise InputError(f"--threads must be at least 1, got {n}")
+    import torch
+
+    torch.set_num_threads(n)
 
 
 def add_estimator_group(p) -> argparse._ArgumentGroup:

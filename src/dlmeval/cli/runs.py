@@ -153,6 +153,8 @@ def _when(stamp: str) -> str:
 
 
 def _show(r, as_json: bool, rows: int) -> int:
+    from dlmeval.store.code import describe
+
     info = r.info()
     listed = next((x for x in r.store.list_runs() if x["run_id"] == r.run_id), {})
     info["status"] = listed.get("status", info["status"])  # `interrupted` when the writing process is gone
@@ -178,12 +180,28 @@ def _show(r, as_json: bool, rows: int) -> int:
         print("  " + ", ".join(f"{k}={v}" for k, v in m.items()))
     print(f"seed: {sig.seed}")
     print(f"versions: {', '.join(f'{k} {v}' for k, v in sig.versions.items())}")
+    print(f"code: {describe(sig.code)}" + (f", sha256 {sig.code['source_sha256']}" if sig.code else ""))
+    n = sig.numerics
+    print(
+        "numerics: "
+        + (
+            f"threads {n.get('threads')}, deterministic algorithms {'on' if n.get('deterministic') else 'off'}, "
+            f"devices {'+'.join(n.get('devices') or []) or 'none'}, dtypes {'+'.join(n.get('dtypes') or []) or 'none'}, "
+            f"cpu {n.get('cpu_capability')}"
+            if n
+            else "not recorded (a run made before dlmeval recorded them)"
+        )
+    )
     print(f"config (sha256 {sig.config_sha256[:16]}):")
     for line in jsonsafe.dumps(sig.config, indent=2).splitlines():
         print("  " + line)
     print("sessions:")
     for s in info["sessions"]:
-        print(f"  {_when(s['started'])}  {s['command_line'] or ''}")
+        v = s.get("versions") or {}
+        other = v.get("code") != sig.code and v.get("code") is not None
+        note = f"  [{describe(v['code'])}" if other else ""
+        note += (", --allow-code-change]" if v.get("allow_code_change") else "]") if other else ""
+        print(f"  {_when(s['started'])}  {s['command_line'] or ''}{note}")
     print("warnings:" + ("" if info["warnings"] else " none"))
     for w in info["warnings"]:
         print(f"  - {w['message']}" + (f" (x{w['count']})" if w["count"] > 1 else ""))

@@ -217,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
             )
             run_obj.put_many([(rec["item_id"], rec) for rec in records])
             run_obj.finish()
+            sig = run_obj.signature  # what is printed is what is stored (issue 32)
     payload = {
         "signature": sig.short(),
         "run_id": sig.run_id,

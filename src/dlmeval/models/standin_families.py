@@ -22,7 +22,8 @@ stand-in           what the directory is
 
 Weights: seeded, then trained for a few seconds on the "successor" sequences of :mod:`dlmeval.models.standins`
 through the family's own adapter (so with its alignment and attention), so that ``check-model`` can tell a right
-shift or attention from a wrong one. Built once per (kind, seed, code) in the cache.
+shift or attention from a wrong one. Built once per (kind, seed, code) in the cache; the default ones (seed 0) ship
+their weights (:mod:`dlmeval.models.standin_weights`), so they are the same bytes on every machine.
 """
 
 from __future__ import annotations
@@ -201,8 +202,9 @@ def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed:
     m.module.eval()
 
 
-def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int) -> None:
-    from dlmeval.models.standins import _padded
+def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
+    """Write the checkpoint directory; ``weights=False`` writes everything but ``model.safetensors``."""
+    from dlmeval.models.standins import _padded, single_thread
 
     if kind.startswith("a2d"):
         tok, vocab = _fast_tokenizer(
@@ -323,8 +325,11 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int) -> None
         }
         mask, start = vocab["<|mask|>"], []
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
-    module, m = _module_and_adapter(kind, out, cfg, tok, mask, seed)
-    with torch.random.fork_rng(devices=[]):
+    if not weights:
+        return
+    with single_thread():
+        module, m = _module_and_adapter(kind, out, cfg, tok, mask, seed)
+    with torch.random.fork_rng(devices=[]), single_thread():
         torch.manual_seed(seed)
         _train(m, kind, [vocab[w] for w in _words()], mask=mask, start=start, seed=seed)
     module.save_pretrained(str(out), safe_serialization=True)

@@ -21,6 +21,14 @@ Weights: initialised under ``torch.random.fork_rng`` from the seed and then trai
 "successor" sequences (each word followed by the next word of :data:`TINY_WORDS`), with each family's own
 alignment, so a masked token is predictable from its neighbours and a check can tell a right alignment from a
 wrong one (``dlmeval check-model``). The directory is built once per (kind, seed, size, code) and reused.
+
+Shipped weights (issue 32): trained weights depend on the CPU's instruction set (``ATEN_CPU_CAPABILITY``) and on the
+thread count, so the default stand-ins (seed 0, 2 layers, hidden 32) ship their built ``model.safetensors`` in
+``assets/standins/weights/`` with a manifest of SHA-256 digests (:mod:`dlmeval.models.standin_weights`); a stand-in
+named in a signature is then the same bytes on every machine. The directory copies the shipped file instead of
+training and checks its digest on every load. Other seeds and sizes are still trained here (with one thread, so
+at least the thread count does not move them). ``python -m dlmeval.models.standin_weights`` regenerates the
+shipped files by this training code.
 """
 
 from __future__ import annotations
@@ -116,8 +124,24 @@ def cached_checkpoint(
     """The directory ``tiny-<kind>-s<seed>-l<layers>-h<hidden>-<code_hash()>`` of a stand-in, written by
     ``build(kind, tmp, seed=, layers=, hidden=)`` the first time (:func:`built_once`); looked up once per process
     (every family's stand-ins use this)."""
-    name = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}-{code_hash()}"
-    return built_once(name, lambda tmp: build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+    from dlmeval.models.standin_weights import install, shipped, verify
+
+    stem = f"tiny-{kind}-s{seed}-l{layers}-h{hidden}"
+    ship = shipped(stem)
+    if ship is None:
+        name = f"{stem}-{code_hash()}"
+        return built_once(name, lambda tmp: build(kind, tmp, seed=seed, layers=layers, hidden=hidden), root)
+
+    def from_shipped(tmp: Path) -> None:
+        build(kind, tmp, seed=seed, layers=layers, hidden=hidden, weights=False)
+        install(stem, tmp / "model.safetensors")
+
+    name = f"{stem}-{code_hash()}-w{ship[:12]}"
+    final = built_once(name, from_shipped, root)
+    if not verify(stem, final / "model.safetensors"):  # a damaged cache entry: rebuilt from the shipped file
+        shutil.rmtree(final, ignore_errors=True)
+        final = built_once(name, from_shipped, root)
+    return final
 
 
 def built_once(name: str, build, root: str | None = None) -> Path:
@@ -132,7 +156,8 @@ def built_once(name: str, build, root: str | None = None) -> Path:
     final = base / name
     if (final / "model.safetensors").exists():
         return final
-    tmp = Path(tempfile.mkdtemp(dir=base, prefix=final.name + ".part-"))
+    _sweep_parts(base)
+    tmp = Path(tempfile.mkdtemp(dir=base, prefix=f"{final.name}.part-{os.getpid()}-"))
     try:
         build(tmp)
         try:
@@ -143,6 +168,39 @@ def built_once(name: str, build, root: str | None = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def _sweep_parts(base: Path) -> None:
+    """Remove the ``<name>.part-<pid>-*`` directories of builds whose process is gone (killed with SIGKILL or
+    SIGTERM, where no ``finally`` runs); a live process's build is left alone."""
+    for p in base.glob("*.part-*"):
+        pid = p.name.rsplit(".part-", 1)[1].split("-", 1)[0]
+        if not pid.isdigit():
+            shutil.rmtree(p, ignore_errors=True)  # an older layout without the pid: no live owner to wait for
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
+
+
+def single_thread():
+    """A context in which torch runs one intra-op thread (the stand-ins' training: its result then does not
+    depend on the machine's thread count; ``tiny-bert-chat`` did)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def ctx():
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(n)
+
+    return ctx()
 
 
 def _write_json(path: Path, obj) -> None:
@@ -198,7 +256,9 @@ def _dream_tokenizer(out: Path) -> dict[str, int]:
     return vocab
 
 
-def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int) -> None:
+def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
+    """Write the checkpoint directory; ``weights=False`` writes everything but ``model.safetensors`` (the caller
+    puts the shipped file there)."""
     from transformers import AutoConfig, AutoModel
 
     for f in CODE[kind]:
@@ -266,8 +326,10 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int) -> None
         }
     _write_json(out / "config.json", cfg)
     _write_json(out / "generation_config.json", gen)
+    if not weights:
+        return
     config = AutoConfig.from_pretrained(str(out), trust_remote_code=True, local_files_only=True)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), single_thread():
         torch.manual_seed(seed)
         module = AutoModel.from_config(config, trust_remote_code=True)
         _train(module, kind, [vocab[w] for w in _words()], mask=mask, bos=bos, seed=seed)

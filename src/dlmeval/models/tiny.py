@@ -7,7 +7,9 @@
 * ``tiny-causal``: a 2-layer Llama causal LM (``CausalLM``)
 
 ``tiny-bert`` and ``tiny-causal`` share a word-level tokenizer over :data:`TINY_WORDS` (lower-case words split on
-whitespace and punctuation; unknown words map to ``[UNK]``). Weights are a pure function of the seed.
+whitespace and punctuation; unknown words map to ``[UNK]``). Weights are a pure function of the seed; for seed 0
+(the CLI's ``tiny-bert`` / ``tiny-causal``) the initialised weights ship (:mod:`dlmeval.models.standin_weights`),
+because ``torch.nn.init`` draws other bits under another CPU instruction set.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def _llama_config(seed_vocab: int, layers: int = 2, hidden: int = 32):
 
 def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: int = 2, hidden: int = 32):
     """Build a tiny stand-in: ``bert``, ``llada``, ``dream`` (DiffusionLM) or ``causal`` (CausalLM)."""
+    from dlmeval.models.standin_weights import load_into
+
     dev = resolve_device(device)
     v = tiny_vocab_size()
     name = f"tiny-{kind}"
@@ -119,7 +123,9 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            m = BertForMaskedLM(cfg).to(dev).eval()
+            m = BertForMaskedLM(cfg)
+        load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
+        m = m.to(dev).eval()
         return HFMaskedLM(
             m,
             tiny_tokenizer("bert"),
@@ -142,7 +148,9 @@ def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: 
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            m = LlamaForCausalLM(_llama_config(v, layers, hidden)).to(dev).eval()
+            m = LlamaForCausalLM(_llama_config(v, layers, hidden))
+        load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
+        m = m.to(dev).eval()
         tok = tiny_tokenizer("llama")
         return HFCausalLM(
             m,

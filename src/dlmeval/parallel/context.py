@@ -14,8 +14,6 @@ Payloads travel as :mod:`dlmeval.store.jsonsafe` text in uint8 tensors, never as
 from __future__ import annotations
 
 import datetime as _dt
-import functools
-import hashlib
 import logging
 import os
 import sys
@@ -182,17 +180,12 @@ class ParallelContext:
         return int(store.add(f"dlmeval/progress/{key}", int(n)))
 
 
-@functools.cache
 def code_digest() -> str:
-    """sha256 over the source files of the installed dlmeval package (ranks must run the same code)."""
-    from pathlib import Path
+    """The source digest of the installed dlmeval package (ranks must run the same code): the one every run
+    signature records (:func:`dlmeval.store.code.source_digest`)."""
+    from dlmeval.store.code import source_digest
 
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+    return source_digest()[:16]
 
 
 def _short(v: Any, limit: int = 300) -> str:

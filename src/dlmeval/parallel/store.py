@@ -286,7 +286,7 @@ class MirrorRun(Run, _Sync):
 
 def _sig_payload(sig: Signature) -> dict[str, Any]:
     d = sig.as_dict()
-    return {k: d[k] for k in ("run_id", "kind", "seed", "config", "models", "versions") if k in d}
+    return {k: d[k] for k in ("run_id", "kind", "seed", "config", "models", "versions", "code") if k in d}
 
 
 def _leftover_journals(store_path: Path, run_id: str) -> list[Path]:

@@ -116,7 +116,10 @@ def score_run(
     results = {j: run.get(k) for j, k in enumerate(keys)}
     fresh = set(new)
     scorer.report(prep.cfg, [results[j] for j, k in enumerate(keys) if k in fresh], run.warn)
-    return scorer.frame(prep, results)
+    # the frame carries the run's stored signature (with its batching block), not the scorer's own: one
+    # signature per run, whatever prints it (issue 32)
+    stored = getattr(run, "signature", None)
+    return scorer.frame(prep, results, signature=stored if hasattr(stored, "short") else None)
 
 
 __all__ = ["CHUNK_ITEMS", "RUN_KIND", "canonical_chunks", "open_run", "run_config", "score_run"]

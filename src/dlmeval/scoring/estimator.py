@@ -331,10 +331,15 @@ class DiffScorer:
             self._compute(prep.cfg, prep.items, todo, prep.user_ids, token_scores, results, bar)
         return results
 
-    def frame(self, prep: Prepared, results: dict[int, dict[str, Any]]) -> pd.DataFrame:
-        """The output frame of a call from the results of its unique items (see :meth:`score`)."""
+    def frame(self, prep: Prepared, results: dict[int, dict[str, Any]], signature=None) -> pd.DataFrame:
+        """The output frame of a call from the results of its unique items (see :meth:`score`). ``signature``:
+        the stored signature of the run the results are in (a :class:`dlmeval.store.Signature`), which the frame
+        then carries (signature and config) instead of this scorer's own: what is printed is what is stored."""
         cfg = prep.cfg
-        sig_short, sig_dict = self._signature_info(cfg)
+        if signature is not None:
+            sig_short, sig_dict = signature.short(), signature.as_dict()
+        else:
+            sig_short, sig_dict = self._signature_info(cfg)
         rows = []
         for key in prep.ids:
             r = dict(results[prep.unique[key]])
@@ -347,7 +352,7 @@ class DiffScorer:
         df["signature"] = sig_short
         df.attrs["signature"] = sig_short
         df.attrs["signature_dict"] = sig_dict
-        df.attrs["config"] = self.run_config(cfg)
+        df.attrs["config"] = dict(signature.config) if signature is not None else self.run_config(cfg)
         df.attrs["rates"] = [] if self.spec.scheme == "pll" else [float(t) for t in self.rates]
         df.attrs["warnings"] = sorted({w for w in df["warning"].dropna()}) if "warning" in df else []
         return df

@@ -243,19 +243,43 @@ class RunStore:
         models: Iterable[Any] | None = None,
         seed: int = 0,
         command_line: str | None = None,
+        *,
+        allow_code_change: bool | None = None,
     ) -> Run:
         """Create the run for (kind, config, models, seed), or reopen it to resume.
 
         ``models`` are identities as dicts, :class:`~dlmeval.models.base.ModelIdentity` or models (their
-        ``identity()``). A change of library versions since the run was created is recorded as a warning.
+        ``identity()``). A change of library versions since the run was created is recorded as a warning. A run
+        created by other code (another source digest, :mod:`dlmeval.store.code`) is refused with both identities
+        named, unless ``allow_code_change`` (default: ``dlmeval --allow-code-change``) is set; the run then records
+        it (a warning, and the session's versions).
         """
+        from dlmeval.store import code as code_id
+
         sig = Signature.create(kind, config, models, seed)
         rid = sig.run_id
         if command_line is None:
             command_line = shlex.join(sys.argv)
+        if allow_code_change is None:
+            allow_code_change = code_id.allowed()
         now = _now()
+        code_note = None
         with self.transaction() as c:
             row = c.execute("SELECT signature FROM runs WHERE run_id = ?", (rid,)).fetchone()
+            if row is not None:
+                before = jsonsafe.loads(row[0]).get("code")
+                if (before or {}).get("source_sha256") != (sig.code or {}).get("source_sha256"):
+                    if not allow_code_change:
+                        raise InputError(
+                            f"run {rid} was made by {code_id.describe(before)}; this is "
+                            f"{code_id.describe(sig.code)}: resuming would mix results of two code versions "
+                            "in one run; pass --allow-code-change to resume it anyway (the run records it), or "
+                            "use another --store"
+                        )
+                    code_note = (
+                        f"resumed by {code_id.describe(sig.code)} with --allow-code-change; the run was made "
+                        f"by {code_id.describe(before)}: results written before and after may differ"
+                    )
             if row is None:
                 names = ",".join(str(m.get("name", "?")) for m in sig.models)
                 c.execute(
@@ -269,18 +293,23 @@ class RunStore:
                 # a finished run keeps its status until something is written to it (put / put_many / put_table
                 # mark it running again): reopening it to read it back, or failing before writing, changes nothing
                 old_versions = jsonsafe.loads(row[0]).get("versions", {})
+            session = {**sig.versions, "code": sig.code}
+            if code_note:
+                session["allow_code_change"] = True
             c.execute(
                 "INSERT INTO sessions (run_id, started, command_line, versions) VALUES (?, ?, ?, ?)",
-                (rid, now, command_line, jsonsafe.dumps(sig.versions)),
+                (rid, now, command_line, jsonsafe.dumps(session)),
             )
         run = Run(self, rid)
         if old_versions is not None and not self.read_only:
             lease.announce(self._conn, rid)  # another live process writes it: say so once
+        if code_note:
+            run.warn(code_note)
         if old_versions is not None:
             changed = [
                 f"{k} {old_versions.get(k, 'none')} -> {v}"
                 for k, v in sorted(sig.versions.items())
-                if old_versions.get(k) != v
+                if old_versions.get(k) != v and not (k == "dlmeval" and code_note)
             ]
             if changed:
                 run.warn(

@@ -1,0 +1,174 @@
+"""The identity of the code behind a number (issue 32): a version from version control and a digest of the
+package's files.
+
+* :func:`code_version`: in a git checkout, the version setuptools-scm gives it (``0.1.1.dev12+g1a2b3c4d5``, with
+  ``.dYYYYMMDD`` when the tree has uncommitted changes; computed from ``git describe`` when setuptools-scm is not
+  installed); else the version written at install time (``dlmeval/_version.py``, by setuptools-scm), else the
+  package metadata, else ``0+unknown``.
+* :func:`source_digest`: SHA-256 over the relative path and bytes of every file of the installed package (code,
+  specs, assets such as the stand-ins' weights; ``__pycache__`` left out). Computed once per process and cached
+  on disk (``<dlmeval cache>/code-digest.json``) under a fingerprint of every file's path, size and modification
+  time, so a command does not re-read 50 MB of assets each time.
+
+Both are recorded in every run signature (``Signature.code``) and in each session of a run; neither is part of the
+run id (a new commit would otherwise silently start every run over). A run opened by code with another source
+digest is refused unless ``--allow-code-change`` (:data:`ALLOW_ENV`) is given, which the run records.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent
+#: set by ``dlmeval --allow-code-change``: a run made by other code may be resumed (the run records it)
+ALLOW_ENV = "DLMEVAL_ALLOW_CODE_CHANGE"
+
+
+def _files() -> list[Path]:
+    return sorted(
+        p
+        for p in PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    )
+
+
+@functools.cache
+def source_digest() -> str:
+    """The SHA-256 (hex) of the package's files (see the module docstring)."""
+    files = _files()
+    fp = hashlib.sha256()
+    for p in files:
+        st = p.stat()
+        fp.update(f"{p.relative_to(PACKAGE).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    fingerprint = fp.hexdigest()
+    cache = _cache_file()
+    if cache is not None:
+        try:
+            kept = json.loads(cache.read_text())
+            if kept.get(str(PACKAGE), {}).get("fingerprint") == fingerprint:
+                return kept[str(PACKAGE)]["sha256"]
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            kept = {}
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(PACKAGE).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    digest = h.hexdigest()
+    if cache is not None:
+        try:
+            kept = json.loads(cache.read_text()) if cache.exists() else {}
+            if not isinstance(kept, dict):
+                kept = {}
+        except (OSError, ValueError):
+            kept = {}
+        kept[str(PACKAGE)] = {"fingerprint": fingerprint, "sha256": digest}
+        try:
+            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(kept))
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # a read-only cache: the digest is recomputed next time
+    return digest
+
+
+def _cache_file() -> Path | None:
+    try:
+        from dlmeval.data.paths import cache_dir
+
+        return cache_dir() / "code-digest.json"
+    except OSError:
+        return None
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        r = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _checkout_root() -> Path | None:
+    """The root of the git checkout the package's sources are in (``src/dlmeval`` of a clone), or None."""
+    root = PACKAGE.parent.parent
+    if not (root / "pyproject.toml").exists() or not (root / ".git").exists():
+        return None
+    return root
+
+
+def _from_git(root: Path) -> str | None:
+    """setuptools-scm's default version scheme from ``git describe`` (its ``guess-next-dev`` and
+    ``node-and-date``), for when setuptools-scm itself is not installed."""
+    desc = _git(root, "describe", "--tags", "--long", "--match", "*[0-9]*")
+    node = _git(root, "rev-parse", "--short=9", "HEAD")  # as setuptools-scm 9 abbreviates it
+    if node is None:
+        return None
+    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
+    m = re.match(r"^v?(\d+(?:\.\d+)*)-(\d+)-g([0-9a-f]+)$", desc or "")
+    if m and m.group(2) == "0":
+        base = m.group(1)
+    elif m:
+        parts = m.group(1).split(".")
+        parts[-1] = str(int(parts[-1]) + 1)
+        base = ".".join(parts) + f".dev{m.group(2)}"
+    else:  # no tag: setuptools-scm counts from fallback_version (pyproject.toml: 0.1.0)
+        count = _git(root, "rev-list", "--count", "HEAD") or "0"
+        base = f"0.1.1.dev{count}"
+    local = f"g{node}"
+    if dirty:
+        import datetime as dt
+
+        local += dt.date.today().strftime(".d%Y%m%d")
+    return f"{base}+{local}"
+
+
+@functools.cache
+def code_version() -> str:
+    """The version of the running code (see the module docstring)."""
+    root = _checkout_root()
+    if root is not None:
+        try:
+            from setuptools_scm import get_version
+
+            return get_version(root=str(root), fallback_version="0.1.0")
+        except ImportError:
+            pass
+        except Exception:  # noqa: BLE001 - setuptools-scm failed on this checkout: fall back to git
+            pass
+        v = _from_git(root)
+        if v:
+            return v
+    try:
+        from dlmeval._version import version  # written by setuptools-scm when the package is built
+
+        return str(version)
+    except ImportError:
+        pass
+    from dlmeval import __version__
+
+    return __version__
+
+
+def code_identity() -> dict[str, str]:
+    """``{"version": ..., "source_sha256": ...}`` of the running code."""
+    return {"version": code_version(), "source_sha256": source_digest()}
+
+
+def describe(code: dict | None) -> str:
+    """``dlmeval 0.1.dev5+g1a2b3c4d (source 3f2a9c1d0b7e)``, or what is known of an older run's code."""
+    if not code:
+        return "code not recorded (a run made before dlmeval recorded its code)"
+    return f"dlmeval {code.get('version', '?')} (source {str(code.get('source_sha256') or '?')[:12]})"
+
+
+def allowed() -> bool:
+    return os.environ.get(ALLOW_ENV, "") not in ("", "0")
