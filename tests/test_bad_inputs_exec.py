@@ -256,7 +256,7 @@ ATTEMPT = """\
 """
 
 
-def test_plain_launcher_hides_the_machines_proc():
+def test_the_sandbox_hides_the_machines_proc():
     import subprocess
 
     from dlmeval import sandbox
@@ -278,8 +278,8 @@ def test_plain_launcher_hides_the_machines_proc():
     assert all(int(p) < 100 for p in got["pids"].split(",")), got  # only the sandbox's own namespace
 
 
-def test_plain_launcher_hides_the_machines_proc_under_plain(plain):
-    test_plain_launcher_hides_the_machines_proc()
+def test_plain_launcher_hides_the_machines_proc(plain):
+    test_the_sandbox_hides_the_machines_proc()
 
 
 def test_plain_launcher_refuses_af_unix_and_inet_sockets(plain):
