@@ -461,3 +461,24 @@ def test_leaderboard_site_renders_in_chromium_with_status_flags(care_tiny, tmp_p
     parser = DomSections()
     parser.feed(dom)
     assert parser.external and all((site / "models" / u).resolve().exists() for u in parser.external)
+
+
+def test_site_reads_published_values_from_a_leaderboard_spec_row(tmp_path):
+    """A model page shows the paper's values where a care-leaderboard run lists the model's run and its spec row
+    carries ``published`` (as the paper specs do); none where no row does."""
+    import pandas as pd
+
+    from dlmeval.report.site import published_values
+
+    with RunStore(tmp_path / "s.sqlite") as s:
+        rid = toy_run(s).run_id
+        rows = [
+            {"label": "LLaDA-8B-Base", "published": {"mauve_none": 0.948, "gap": 0.296}},
+            {"label": "Other"},
+        ]
+        lb = s.open_run("care-leaderboard", {"rows": rows})
+        lb.put_table(
+            "leaderboard_rows", pd.DataFrame({"model": ["LLaDA-8B-Base", "Other"], "care_run": [rid, "x"]})
+        )
+        assert published_values(s, rid) == {"mauve_none": 0.948, "gap": 0.296}
+        assert published_values(s, "x") == {} and published_values(s, "nope") == {}
