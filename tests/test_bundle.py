@@ -461,3 +461,45 @@ def test_leaderboard_site_renders_in_chromium_with_status_flags(care_tiny, tmp_p
     parser = DomSections()
     parser.feed(dom)
     assert parser.external and all((site / "models" / u).resolve().exists() for u in parser.external)
+
+
+def test_site_reads_published_values_from_a_leaderboard_spec_row(tmp_path):
+    """A model page shows the paper's values where a care-leaderboard run lists the model's run and its spec row
+    carries ``published`` (as the paper specs do); none where no row does."""
+    import pandas as pd
+
+    from dlmeval.report.site import published_values
+
+    with RunStore(tmp_path / "s.sqlite") as s:
+        rid = toy_run(s).run_id
+        rows = [
+            {"label": "LLaDA-8B-Base", "published": {"mauve_none": 0.948, "gap": 0.296}},
+            {"label": "Other"},
+        ]
+        lb = s.open_run("care-leaderboard", {"rows": rows})
+        lb.put_table(
+            "leaderboard_rows", pd.DataFrame({"model": ["LLaDA-8B-Base", "Other"], "care_run": [rid, "x"]})
+        )
+        assert published_values(s, rid) == {"mauve_none": 0.948, "gap": 0.296}
+        assert published_values(s, "x") == {} and published_values(s, "nope") == {}
+
+
+def test_a_bundle_of_the_same_run_made_with_other_versions_merges_and_says_so(tmp_path):
+    with RunStore(tmp_path / "a.sqlite") as a:
+        run = toy_run(a, keys=range(3))
+        export_bundle(run, tmp_path / "a.zip")
+    with RunStore(tmp_path / "b.sqlite") as b:
+        other = toy_run(b, keys=range(3, 6))
+        sig = b.execute("SELECT signature FROM runs").fetchone()[0]
+        d = jsonsafe.loads(sig)
+        d["versions"]["torch"] = "9.9.9"
+        with b.transaction() as c:
+            c.execute("UPDATE runs SET signature = ?", (jsonsafe.dumps(d),))
+        export_bundle(b.get_run(other.run_id), tmp_path / "b.zip")
+    with RunStore(tmp_path / "a.sqlite") as a:
+        assert import_bundle(a, tmp_path / "b.zip").added == 3
+        assert len(a.get_run(run.run_id)) == 6
+        assert "signature differs from the stored one in versions" in " ".join(
+            a.get_run(run.run_id).warnings()
+        )
+        assert a.get_run(run.run_id).signature.versions["torch"] != "9.9.9"  # the store's own stays

@@ -432,6 +432,9 @@ def test_care_leaderboard_tiny_runs_end_to_end_and_prints_the_tiered_table(tmp_p
     text = capsys.readouterr().out
     assert "| Tier | Model | Scale | PPL none | MAUVE none |" in text
     assert "| reference | tiny-causal (p=0.95) |" in text and "tiny-dream (entropy)‡" in text
+    # every diffusion row's status under the paper-shaped table (#39): nothing verified yet
+    status = next(line for line in text.splitlines() if line.startswith("status: "))
+    assert status.count(" pending") == 8 and "tiny-sm-dream pending" in status
 
 
 def test_softmask_never_feeds_the_mask_token_back(models):

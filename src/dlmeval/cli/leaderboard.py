@@ -78,12 +78,17 @@ def _tiered_tables(args, store_path) -> list[tuple[str, str]]:
             if wanted and not any(run.run_id.startswith(w) for w in wanted):
                 continue
             if "leaderboard_rows" in run.tables():
-                out.append(
-                    (
-                        f"Care leaderboard (run {run.run_id})",
-                        paper_table_markdown(run.get_table("leaderboard_rows")),
+                table = run.get_table("leaderboard_rows")
+                text = paper_table_markdown(table)
+                if "care_run" in table.columns:  # each row's status (the paper's table keeps its own columns)
+                    from dlmeval.store.verification import run_status
+
+                    text += "\n\nstatus: " + ", ".join(
+                        f"{m} {run_status(store, str(rid))['status']}"
+                        for m, rid in zip(table["model"], table["care_run"])
+                        if isinstance(rid, str) and rid
                     )
-                )
+                out.append((f"Care leaderboard (run {run.run_id})", text))
     return out
 
 

@@ -350,7 +350,21 @@ def import_bundle(store: RunStore, path: str | Path, *, expect_run: str | None =
 def _import_run(c, path: Path, br: BundleRun) -> dict[str, int]:
     rid, row = br.run_id, br.row
     now = _now()
-    have = c.execute("SELECT status FROM runs WHERE run_id = ?", (rid,)).fetchone()
+    have = c.execute("SELECT status, signature FROM runs WHERE run_id = ?", (rid,)).fetchone()
+    if have is not None:
+        # the same run id: the same kind, config, models and seed; what else the signatures carry (library
+        # versions) may differ, as when a run is resumed after an upgrade: kept as the store has it, and said
+        old = jsonsafe.loads(have[1])
+        moved = sorted(
+            k for k in set(old) | set(br.signature) if old.get(k) != br.signature.get(k) and k != "short"
+        )
+        if moved:
+            msg = f"imported a bundle whose signature differs from the stored one in {', '.join(moved)}"
+            c.execute(
+                "INSERT INTO warnings (run_id, message, first_seen, last_seen, count) VALUES (?, ?, ?, ?, 1) "
+                "ON CONFLICT (run_id, message) DO UPDATE SET last_seen = excluded.last_seen",
+                (rid, msg, now, now),
+            )
     if have is None:
         c.execute(
             "INSERT INTO runs (run_id, kind, signature, model_names, seed, created, updated, status, command_line) "
