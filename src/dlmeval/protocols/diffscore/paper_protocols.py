@@ -102,15 +102,6 @@ BARTSCORE_PROTOCOLS: dict[str, tuple[str, ...]] = {
 BARTSCORE_VARIANT: dict[str, str] = {"REALSumm": "r"}
 
 
-def suite_protocols(benchmark: str, suite_protocol: str = "paper") -> tuple[str, ...]:
-    """The correlation protocols of ``benchmark`` under ``--protocol`` (the first is the headline)."""
-    if suite_protocol not in SUITE_PROTOCOLS:
-        raise InputError(f"--protocol {suite_protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
-    if suite_protocol == "bartscore" and benchmark in BARTSCORE_PROTOCOLS:
-        return BARTSCORE_PROTOCOLS[benchmark]
-    return BENCHMARK_PROTOCOLS[benchmark]
-
-
 def metric_variant(benchmark: str, suite_protocol: str = "paper") -> str:
     """``"p"``, ``"r"`` or ``"f"``: the variant of the reference-based metrics a benchmark reports."""
     return BARTSCORE_VARIANT.get(benchmark, "f") if suite_protocol == "bartscore" else "f"

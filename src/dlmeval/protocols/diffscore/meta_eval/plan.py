@@ -23,6 +23,10 @@ PAPER_TABLES = {
 }
 
 
+#: SuiteOptions fields whose command-line flag is not ``--`` + the field's name
+_FLAGS = {"ar": "--ar-model", "dlm": "--model", "ft_options.model": "--ft-model"}
+
+
 @dataclass(frozen=True)
 class _Suite:
     """What a family's ``metrics`` / ``reported`` read of its suite when planning: the options."""
@@ -107,7 +111,7 @@ def plan_tables(opts) -> dict[str, list[dict[str, Any]]]:
                 {
                     "family": fam_name,
                     "checkpoint": what,
-                    "option": "--" + field.split(".")[-1].replace("_", "-"),
+                    "option": _FLAGS.get(field, "--" + field.split(".")[-1].replace("_", "-")),
                     "uses": used,
                     "present": here,
                 }
