@@ -308,3 +308,22 @@ def test_hf_directory_with_only_config_json_in_a_real_process(tmp_path):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("dlmeval: error: masked LM checkpoint"), r.stderr
     assert "no weights" in r.stderr and "no tokenizer files" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+@pytest.mark.parametrize("fam", ["a2d", "llada", "hf"])
+def test_model_spec_check_names_missing_files_before_any_store(tmp_path, monkeypatch, fam):
+    """`check_model_spec` (what every protocol calls before it opens a run store) already names the missing
+    files, without building anything."""
+    from dlmeval.models.registry import check_model_spec
+
+    def no_build(*a, **k):
+        raise AssertionError("a model was built to check a spec")
+
+    monkeypatch.setattr("transformers.AutoModel.from_pretrained", no_build)
+    monkeypatch.setattr("transformers.AutoModelForMaskedLM.from_pretrained", no_build)
+    monkeypatch.setattr("transformers.AutoModelForCausalLM.from_pretrained", no_build)
+    d = _broken(tmp_path, FAMILIES[fam][0], no_weights)
+    with pytest.raises(CheckpointError, match="no weights"):
+        check_model_spec(f"{fam}:{d}")
+    good = _broken(tmp_path / "good", FAMILIES[fam][0], lambda d: None)
+    check_model_spec(f"{fam}:{good}")  # a whole directory passes

@@ -183,6 +183,7 @@ class Family:
             "standin": self.standin,
             "remote_code": self.remote_code,
             "mask_sources": list(self.mask_sources),
+            "mask_token": self.mask_token,
             "default_mask_id": self.default_mask_id,
             "default_eos_ids": list(self.default_eos_ids),
             "bos": self.bos,

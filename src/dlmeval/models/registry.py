@@ -84,7 +84,8 @@ def model_entries() -> list[ModelEntry]:
 def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool = False) -> None:
     """Refuse a model spec that cannot load, without loading it: an unknown form, a model of the wrong kind for
     ``role`` (``"diffusion"`` or ``"causal"``), or a local path that does not exist (a hub id is allowed only
-    with ``allow_download``). Protocols call it for every model before they open a run store."""
+    with ``allow_download``), or a local directory without the files a checkpoint needs
+    (:func:`dlmeval.models.validate.check_dir`). Protocols call it for every model before they open a run store."""
     try:
         fam, path, _ = family_for_spec(spec)
     except InputError:
@@ -101,6 +102,14 @@ def check_model_spec(spec: str, *, role: str = "diffusion", allow_download: bool
         from dlmeval.models.hub import local_files_only
 
         local_files_only(path, allow_download)  # a hub id with no network: one line now, not after retries
+    if path and Path(path).expanduser().is_dir():
+        # the files every family's loader needs (models/validate.py), checked before any run store opens; the
+        # loader checks them again with what only it knows (model types, ids, the weights against the config)
+        from dlmeval.models import validate
+
+        cfg = validate.check_dir(Path(path).expanduser(), fam.name, validate.Needs(code=fam.remote_code))
+        if fam.model_type:
+            validate.check_model_type(cfg, (fam.model_type,), path, fam.name)
 
 
 def _check_kind(spec: str, fam: Family, role: str) -> None:
