@@ -52,14 +52,18 @@ def test_score_plain_sentences_without_sources(tmp_path, capsys):
     f = tmp_path / "sentences.txt"
     f.write_text("The cat sat on the mat.\nMat the on sat cat the.\n")
     args = ["--store", str(store), "score", "--model", "tiny-llada", "--candidates", str(f), "--fast"]
-    assert main(args) == 0
+    assert main([*args, "--preset", "paper"]) == 0
     cap = capsys.readouterr()
     assert "config: marginal (no sources given" in cap.err
     out = cap.out
     assert "The cat sat on the mat." in out and "Mat the on sat cat the." in out
-    # K=5 over T=5 gives no standard error: the column is left out with the reason
+    # the paper's K=5 over T=5 gives no standard error: the column is left out with the reason
     assert "se not shown: 5 mask(s) over 5 rate(s)" in out and " nan " not in out
     run_id = next(line.split()[1] for line in out.splitlines() if line.startswith("run: "))
+    # the default's Fast (combined: 4 stratified draws and the exact t = 1 pass) has one
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert " se " in out.splitlines()[1] and "se not shown" not in out
     # the default estimator has a standard error: shown
     assert main(["--store", str(store), "score", "--model", "tiny-llada", "--candidates", str(f)]) == 0
     out = capsys.readouterr().out

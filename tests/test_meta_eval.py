@@ -194,22 +194,22 @@ def full_run(tmp_path_factory, data_root, tiny_encoder):
 
 
 def test_diffscore_runs_record_what_the_estimator_names_mean(full_run):
-    """A scheme or weighting whose meaning changes (``balanced``: exact-count masks before, Bernoulli now) must make
-    new runs: the DiffScore run records the masks' distribution, the weight formula and the preset, not the names
-    alone."""
+    """A scheme or weighting whose meaning changes (``balanced``: exact-count masks before, Bernoulli now; the default
+    scheme: ``combined`` since #38) must make new runs: the DiffScore run records the scheme, the masks'
+    distribution, the weight formula and the preset, not the names alone."""
     store, rep, _ = full_run
     sig = store.get_run(rep.components["diffscore"]).signature
     est = sig.config["estimator"]
     assert est == {
         "n_masks": 2,
         "n_rates": 2,
-        "scheme": "balanced",
+        "scheme": "combined",
         "weighting": "mlp",
         "weight": "1/|M|",
         "masking": est["masking"],
         "preset": None,
     }
-    assert est["masking"].startswith("bernoulli")
+    assert est["masking"].startswith("bernoulli") and "control variate" in est["masking"]
 
 
 def test_suite_end_to_end_all_benchmarks(full_run):

@@ -159,7 +159,7 @@ def add_estimator_group(p) -> argparse._ArgumentGroup:
         default=None,
         choices=SCHEMES,
         help="combined (default: an exact t=1 pass, stratified tiled (rate, size) draws and a control variate; the "
-        "paper's expectation at about a third of its variance), independent (the paper's "
+        "paper's expectation at 0.3-0.45 of its variance), independent (the paper's "
         "Bernoulli masks), balanced (the former default), exact-count (round(t L) tokens per mask, another "
         "estimand), pll (exact: every single-token mask); reuse, stratified, antithetic, control, importance: "
         "one tool each (dlmeval.scoring.stratified)",

@@ -62,6 +62,8 @@ from dlmeval.scoring.stratified import CONTROL_BETA, FEATURES, stratified_masks
 
 #: what each scheme's masks are, for run signatures
 MASKING = {
+    "combined": "bernoulli (rate, size) cells, stratified + tiled; exact t=1 pass; "
+    f"control variate beta={CONTROL_BETA}",
     "balanced": "bernoulli, antithetic + item-stratified sizes + tiled",
     "independent": "bernoulli, independent",
     "exact-count": "exact-count, antithetic + tiled",
@@ -71,8 +73,6 @@ MASKING = {
     "antithetic": "bernoulli (rate, size) cells, complementary pairs; exact t=1 pass",
     "control": f"bernoulli (rate, size) cells, independent; exact t=1 pass; control variate beta={CONTROL_BETA}",
     "importance": "bernoulli (rate, size) cells, proposal p/sqrt(m), weighted p/q; exact t=1 pass",
-    "combined": "bernoulli (rate, size) cells, stratified + tiled; exact t=1 pass; "
-    f"control variate beta={CONTROL_BETA}",
 }
 
 

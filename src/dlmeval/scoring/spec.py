@@ -7,7 +7,7 @@ D.5): K = 20 masking patterns over T = 10 evenly spaced rates ``t_k = k / 10`` i
 hidden independently with probability ``t_k``, and the mean log-probability (MLP) weighting ``w = 1 / |M|`` the
 paper defaults to; ``EstimatorSpec.paper(fast=True)`` (``--preset paper-fast``) is its DiffScore-Fast (K = 5,
 T = 5, one mask per rate). The default ``standard`` differs only in the masking scheme (``combined``,
-:mod:`dlmeval.scoring.stratified`: the same estimand, a third of the variance or less).
+:mod:`dlmeval.scoring.stratified`: the same estimand, 0.30 of the variance at 8 passes on short texts).
 """
 
 from __future__ import annotations
