@@ -284,6 +284,7 @@ def tiny_suite(tmp_path_factory, data_root, tiny_encoder):
         encoder=str(enc),
         n_masks=2,
         n_rates=2,
+        scheme="balanced",  # the profile analyses need per-rate means of S(t_k); the default combined has none
         bootstrap=0,
         progress=False,
         limit=20,
@@ -450,6 +451,25 @@ def test_cli_runs_an_analysis_and_refuses_a_bad_option_before_the_store(tmp_path
     out = tmp_path / "tiers"
     rc = main([*base, "--analysis", "tiers", "--analysis-option", "n_tiers=2", "--out", str(out)])
     assert rc == 0
+    # no --scheme: the default (combined) estimates the score, not each S(t_k), so the profile analysis takes
+    # balanced and says so
+    cap = capsys.readouterr()
+    assert "runs with --scheme balanced" in cap.err
     t = pd.read_csv(out / "tier_profiles.csv")
     assert set(t["tier_label"]) == {"low", "high"} and set(t["rate"]) == {0.5, 1.0} and (t["n"] == 5).all()
-    assert "## tier_gap" in capsys.readouterr().out
+    assert "## tier_gap" in cap.out
+
+
+def test_profile_analyses_refuse_a_scheme_without_per_rate_profiles(tiny_suite):
+    """The default `combined` scheme's per-rate means are not S(t_k) in expectation (only their weighted sum is the
+    score): a profile analysis on it is refused with the fix, while score-only analyses take any scheme."""
+    import dataclasses
+
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.diffscore.analyses.profiles import benchmark_profiles, gives_profiles
+    from dlmeval.protocols.diffscore.meta_eval import Suite
+
+    assert gives_profiles("balanced") and gives_profiles("independent") and not gives_profiles("combined")
+    suite = Suite(dataclasses.replace(tiny_suite.opts, scheme="combined"), tiny_suite.store)
+    with pytest.raises(InputError, match="--scheme balanced"):
+        benchmark_profiles(suite, "SummEval", None)

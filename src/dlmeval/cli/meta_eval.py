@@ -11,6 +11,7 @@ resumes where it stopped and prints the same tables. Tables are printed as Markd
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -321,8 +322,21 @@ def run(args) -> int:
     if current().is_main:  # only rank 0 opens the store (the others write journals beside it)
         check_writable_store(args.store)
     if args.analysis:
-        from dlmeval.protocols.diffscore.analyses.registry import parse_options, run_analysis
+        from dlmeval.protocols.diffscore.analyses.profiles import gives_profiles
+        from dlmeval.protocols.diffscore.analyses.registry import get, parse_options, run_analysis
 
+        if (
+            get(args.analysis).profiles
+            and opts.scheme is None
+            and not gives_profiles(opts.estimator()["scheme"])
+        ):
+            # the default scheme estimates the score, not each S(t_k): the profile analyses take the former default
+            opts = dataclasses.replace(opts, scheme="balanced")
+            print(
+                f"note: {args.analysis} reads the per-rate profile S(t_k), which the default estimator does not "
+                "estimate; it runs with --scheme balanced (recorded in its run)",
+                file=sys.stderr,
+            )
         kw = parse_options(
             args.analysis, args.analysis_option, {k: getattr(args, k, None) for k in CLI_OPTIONS}
         )

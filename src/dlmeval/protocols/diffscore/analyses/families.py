@@ -79,7 +79,7 @@ def run_families(suite, *, compare_model: str | None = None) -> dict[str, pd.Dat
         proto = P.BENCHMARK_PROTOCOLS[name][0]
         for tag, label, model in (("a", la, ma), ("b", lb, mb)):
             frame, _, _, scores = benchmark_profiles(
-                suite, name, run, scorer=_scorer(suite, model, task), prefix=f"fam/{tag}"
+                suite, name, run, scorer=_scorer(suite, model, task), prefix=f"fam/{tag}", profiles=False
             )
             for d in dims:
                 cfg = P.dimension_config(task, d)

@@ -32,12 +32,29 @@ def needed_configs(task: str, dims, all_configs: bool = False) -> tuple[list[str
     return cfgs, base
 
 
+def gives_profiles(scheme: str) -> bool:
+    """Whether the scheme's per-rate means estimate the paper's S(t_k): not for the stratified schemes of
+    :mod:`dlmeval.scoring.stratified` (``combined``, the default, among them), whose weighted sum alone is unbiased."""
+    from dlmeval.scoring.stratified import FEATURES
+
+    return scheme not in FEATURES and scheme != "pll"
+
+
 def benchmark_profiles(
-    suite, name: str, run, *, scorer=None, prefix: str = "prof", skip: tuple[str, ...] = ()
+    suite,
+    name: str,
+    run,
+    *,
+    scorer=None,
+    prefix: str = "prof",
+    skip: tuple[str, ...] = (),
+    profiles: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
     """(scoring frame, {configuration: profile matrix}, rates, {configuration: score vector}) of one benchmark,
     scored into ``run`` under keys ``<prefix>/<output>|<direction>`` (resumable). ``scorer``: default the suite's
-    for the task; ``skip``: base directions not to score (their configurations are left out)."""
+    for the task; ``skip``: base directions not to score (their configurations are left out). ``profiles=False``:
+    the caller reads the scores only, so any scheme will do; otherwise a scheme whose per-rate means are not S(t_k)
+    is refused."""
     from dlmeval.protocols.diffscore.meta_eval import dimensions
 
     o = suite.opts
@@ -52,6 +69,13 @@ def benchmark_profiles(
 
         raise InputError(
             "profile analyses need masking rates; the pll scheme has none (use balanced or independent)"
+        )
+    if profiles and not gives_profiles(scorer.spec.scheme):
+        from dlmeval.errors import InputError
+
+        raise InputError(
+            f"profile analyses read S(t_k) per rate; the {scorer.spec.scheme} scheme estimates the score (their "
+            "mean) but not each S(t_k) (docs/diffscore.md): add --scheme balanced, or --preset paper"
         )
     rates = scorer.rates
     keys = [f"{prefix}/{k}" for k in frame["key"]]
@@ -116,6 +140,7 @@ def _label(suite) -> str:
     "timestep-matrix",
     help="correlation of the per-rate score S(t_k) with each human dimension, per benchmark (primary protocol)",
     paper="section 6.1, Fig. 2, appendix J.1, Table 13",
+    profiles=True,
 )
 def run_timestep_matrix(suite) -> dict[str, pd.DataFrame]:
     parts = []
@@ -143,6 +168,7 @@ def run_timestep_matrix(suite) -> dict[str, pd.DataFrame]:
     help="timestep weights learned by k-fold CV (NNLS, document folds) against the uniform DiffScore",
     paper="section 6.1, Fig. 6, appendix J.2, Table 14",
     options={"folds": int, "ridge": float},
+    profiles=True,
 )
 def run_learned_weights(suite, *, folds: int = 5, ridge: float = 0.0) -> dict[str, pd.DataFrame]:
     summ, weights = [], []
@@ -188,6 +214,7 @@ def run_learned_weights(suite, *, folds: int = 5, ridge: float = 0.0) -> dict[st
     help="mean profile S(t_k) per human-score tier (mean of the benchmark's dimensions; equal-count tiers)",
     paper="appendix J.3, Fig. 7",
     options={"n_tiers": int},
+    profiles=True,
 )
 def run_tiers(suite, *, n_tiers: int = 3) -> dict[str, pd.DataFrame]:
     parts = []

@@ -37,6 +37,9 @@ class Analysis:
     paper: str = ""  # the paper's table / figure it produces
     options: Mapping[str, type] = field(default_factory=dict)
     order: int = 0
+    profiles: bool = (
+        False  # reads the per-rate profile S(t_k): needs a scheme whose per-rate means estimate it
+    )
 
 
 REGISTRY: Registry[Analysis] = Registry("analysis")
@@ -45,12 +48,17 @@ CLI_OPTIONS = ("n_pairs", "compare_model")
 
 
 def register(
-    name: str, *, help: str, paper: str = "", options: Mapping[str, type] | None = None
+    name: str,
+    *,
+    help: str,
+    paper: str = "",
+    options: Mapping[str, type] | None = None,
+    profiles: bool = False,
 ) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     """Decorator: add ``fn`` to :data:`REGISTRY` under ``name`` (a name taken by another analysis is refused)."""
 
     def deco(fn: Callable[..., dict]) -> Callable[..., dict]:
-        REGISTRY.add(name, Analysis(name, fn, help, paper, dict(options or {}), len(REGISTRY)))
+        REGISTRY.add(name, Analysis(name, fn, help, paper, dict(options or {}), len(REGISTRY), profiles))
         return fn
 
     return deco

@@ -113,7 +113,13 @@ def run_prompt_templates(suite) -> dict[str, pd.DataFrame]:
                 **o.estimator(),
             )
             frame, _, _, scores = benchmark_profiles(
-                suite, name, run, scorer=sc, prefix=f"tpl/{tname}", skip=() if i == 0 else ("marginal",)
+                suite,
+                name,
+                run,
+                scorer=sc,
+                prefix=f"tpl/{tname}",
+                skip=() if i == 0 else ("marginal",),
+                profiles=False,
             )
             if i == 0 and "marginal" in scores:
                 shared["marginal"] = scores["marginal"]
