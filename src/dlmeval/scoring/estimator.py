@@ -64,6 +64,7 @@ from dlmeval.scoring.spec import (  # noqa: F401  (re-exported: the estimator AP
     mask_values,
     resolve_estimator,
 )
+from dlmeval.scoring.stratified import FEATURES as STRATIFIED
 from dlmeval.seeding import numpy_rng
 
 log = logging.getLogger(__name__)
@@ -557,6 +558,10 @@ class DiffScorer:
         T = self.spec.n_rates
         if self.spec.scheme == "pll":
             return score, 0.0, []
+        if self.spec.scheme in STRATIFIED:
+            # a stratified mask at rate t_k may cover only part of that rate's sizes: the per-rate means are not
+            # S(t_k) in expectation (only their weighted sum, the score, is), so none is reported
+            return score, _stratified_se(values, masks), self._nan_profile()
         profile = [
             float(np.mean(values[masks.rate_index == k])) if np.any(masks.rate_index == k) else math.nan
             for k in range(T)
@@ -638,6 +643,8 @@ class DiffScorer:
             if self.spec.scheme != "pll":
                 for k in range(self.spec.n_rates):
                     sel = d.masks.rate_index == k
+                    if self.spec.scheme in STRATIFIED:  # not a per-rate estimate (see _summary)
+                        sel = np.zeros_like(sel)
                     by_rate.append(
                         _nanmean(lp[sel], axis=0).tolist() if sel.any() else [math.nan] * lp.shape[1]
                     )
