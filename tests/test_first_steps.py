@@ -150,5 +150,7 @@ def test_pyproject_license_is_the_pep639_form(field):
     assert proj["license"] == "Apache-2.0"  # an SPDX string, not the deprecated table
     assert all((root / f).is_file() for f in proj["license-files"])
     req = [r for r in meta["build-system"]["requires"] if r.startswith("setuptools")]
-    assert req == ["setuptools>=77"]  # the first setuptools that reads PEP 639 fields
+    # the first setuptools that reads PEP 639 fields; setuptools-scm gives the version from git (issue 32)
+    assert req == ["setuptools>=77", "setuptools-scm>=8,<10"]
+    assert proj["dynamic"] == ["version"] and "version" not in proj
     assert field in proj

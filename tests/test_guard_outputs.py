@@ -47,12 +47,13 @@ DIGEST = Path(__file__).with_name("guard_digest.json")
 #: left out of every record: measured wall-clock time, and the code / machine identity in a signature
 WALL_CLOCK = ("seconds", "cpu_seconds", "wall_seconds", "code", "cpu_capability")
 #: the largest differences measured between ATEN_CPU_CAPABILITY=default / avx2 / avx512 (same weights; each run
-#: dumped with ``python tests/test_guard_outputs.py --dump F.json``, compared with ``--compare A.json B.json``):
-#: the largest absolute difference, the largest relative one among values of magnitude 1 or more, and the ``atol``
-#: that ``rtol = 1e-6`` would need (a correlation of 0.14 over six items moved by 3.0e-6)
-MEASURED = {"abs": 3.55e-6, "rel_above_1": 8.1e-7, "atol_at_rtol_1e-6": 2.9e-6}
-ATOL = 3e-5
-RTOL = 1e-6
+#: dumped with ``python tests/test_guard_outputs.py --dump F.json``, compared with ``--compare A.json B.json``;
+#: no discrete part differed, 2,560 of 9,092 floats did): the largest absolute difference (a Care perplexity of
+#: 116.5), the largest relative one among values of magnitude 1 or more, and the ``atol`` that ``rtol = 1e-5``
+#: would need (a meta-eval correlation of 0.025 over six items moved by 4.0e-6)
+MEASURED = {"abs": 4.65e-6, "rel_above_1": 8.5e-7, "atol_at_rtol_1e-5": 3.7e-6}
+ATOL = 4e-5
+RTOL = 1e-5
 #: numbers inside strings (CSV cells, text): a decimal point or an exponent; integers stay discrete
 NUMBER = re.compile(r"(?<![\w.])-?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])")
 #: the code identity inside a signature line

@@ -33,6 +33,7 @@ shipped files by this training code.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -186,21 +187,16 @@ def _sweep_parts(base: Path) -> None:
             pass
 
 
+@contextlib.contextmanager
 def single_thread():
     """A context in which torch runs one intra-op thread (the stand-ins' training: its result then does not
-    depend on the machine's thread count; ``tiny-bert-chat`` did)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def ctx():
-        n = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(n)
-
-    return ctx()
+    depend on the machine's thread count; ``tiny-bert-chat``'s did)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def _write_json(path: Path, obj) -> None:
