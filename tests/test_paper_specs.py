@@ -188,3 +188,190 @@ def test_owt_slice_is_a_seeded_selection_by_index_recorded_in_the_provenance(tmp
     other = load_rows(str(f), columns=["text"], sample=5, sample_seed=4)
     assert other.provenance["sample"]["indices"] != rows.provenance["sample"]["indices"]
     assert other.provenance["digest"] != rows.provenance["digest"]
+
+
+def test_care_paper_plan_lists_the_published_cells(capsys):
+    out = _plan(capsys, "care", "care-paper")
+    pub = out["published"]
+    papers = {e["paper"] for e in pub}
+    assert {
+        "Table 3",
+        "Table 4",
+        "Table 5",
+        "Table 6",
+        "Table 7",
+        "Table 9",
+        "Table 11",
+        "Table 17",
+    } <= papers
+    star = [e for e in pub if e["paper"] == "Table 11" and e["where"].get("nfe_budget") == 437]
+    assert [e["values"]["accuracy"] for e in star] == [0.32, 0.283]
+    from dlmeval.cli.main import main
+
+    assert main(["care", "care-paper", "--plan"]) == 0
+    text = capsys.readouterr().out
+    assert "published values (113 cells):" in text
+    assert (
+        "Table 6   mauve_temperature[model=LLaDA-8B-Base, strategy=none, steps=256, temperature=0.25]: mauve 0.948"
+        in text
+    )
+
+
+def _grid(text: str, caption: str, rows: int) -> list[list[str]]:
+    start = text.index(caption)
+    out = []
+    for line in text[start:].splitlines()[1:]:
+        cells = [c.strip() for c in line.split("\t")]
+        if len(cells) >= 3 and re.fullmatch(r"\d+", cells[1]) and re.match(r"[\d$.+]", cells[-1] or "x"):
+            out.append(cells)
+            if len(out) == rows:
+                break
+    assert len(out) == rows, caption
+    return out
+
+
+def test_care_paper_published_values_match_the_paper_text():
+    from dlmeval.protocols.care import load_spec
+
+    text = _paper("001")
+    spec = load_spec("care-paper")
+
+    def value(paper, table, col, **where):
+        hits = [
+            dict(e.values)[col]
+            for e in spec.published
+            if e.paper == paper
+            and e.table == table
+            and all(dict(e.where).get(k) == v for k, v in where.items())
+        ]
+        assert len(hits) == 1, (paper, where)
+        return hits[0]
+
+    def num(cell):
+        return float(re.search(r"\.?\d[\d.]*", cell.replace("$", "")).group(0))
+
+    # Table 6: MAUVE across temperatures (rows: strategy, steps, then t = 0, 0.1, 0.25, 0.5)
+    names = {"none": "none", "random": "random", "high ent.": "high_entropy"}
+    for cells in _grid(text, "Table 6: MAUVE across temperatures", 6):
+        for t, cell in zip((0.0, 0.1, 0.25, 0.5), cells[2:6]):
+            got = value("Table 6", "mauve_temperature", "mauve", strategy=names[cells[0]], steps=int(cells[1]),
+                        temperature=t)  # fmt: skip
+            assert got == pytest.approx(num(cell)), (cells, t)
+    # Table 17: PPL across temperatures (t > 0; t = 0 is Table 5's)
+    for cells in _grid(text, "Table 17: PPL across temperatures", 6):
+        for t, cell in zip((0.1, 0.25, 0.5), cells[3:6]):
+            got = value(
+                "Table 17", "quality", "ppl", strategy=names[cells[0]], steps=int(cells[1]), temperature=t
+            )
+            assert got == pytest.approx(num(cell))
+    # Table 11: HE pass@1 (%), the compute-matched none* at NFE 437
+    assert value(
+        "Table 11", "downstream", "accuracy", nfe_budget=437, temperature=0.0
+    ) * 100 == pytest.approx(num(re.search(r"none\*\tadj\.\t437\t([^\t]+)", text).group(1)))
+
+
+def test_care_tables_carry_measured_beside_published_from_table_13_cells(tmp_path):
+    """The paper's three seeds of the headline cells (Table 13) reproduce Table 6's 0.948 +- 0.021 and Table 7's
+    gap 0.296: the published table puts them beside the spec's values, the difference in seed SEs."""
+    from dlmeval.protocols.care import markdown, parse_spec
+    from dlmeval.protocols.care import tables as ct
+    from dlmeval.store import RunStore
+
+    none, hent = (0.979, 0.958, 0.907), (0.602, 0.682, 0.671)
+    rows = []
+    for s, (a, b) in enumerate(zip(none, hent), start=1):
+        for strat, m in (("none", a), ("high_entropy", b)):
+            rows.append(
+                {"model": "llada:LLaDA-8B-Base", "source": "webtext", "strategy": strat, "steps": 256,
+                 "nfe_budget": None, "temperature": 0.25, "fraction": 0.15, "seed": s, "n": 100, "n_accepted": 100,
+                 "acceptance": 1.0, "nfe": 128.0, "nfe_min": 128.0, "nfe_max": 128.0, "remasks": 0.0, "ppl": 20.0,
+                 "mauve": m, "self_bleu": 5.0, "distinct3": 0.8}
+            )  # fmt: skip
+    spec = parse_spec(
+        {
+            "name": "t",
+            "models": {"diffusion": ["llada:GSAI-ML/LLaDA-8B-Base"]},
+            "sweep": {
+                "strategies": ["none", "high_entropy"],
+                "steps": [256],
+                "temperatures": [0.25],
+                "seeds": [1, 2, 3],
+            },
+            "published": [
+                {
+                    "paper": "Table 6",
+                    "table": "mauve_temperature",
+                    "where": {
+                        "model": "LLaDA-8B-Base",
+                        "strategy": "none",
+                        "steps": 256,
+                        "temperature": 0.25,
+                    },
+                    "values": {"mauve": 0.948},
+                },
+                {
+                    "paper": "Table 7",
+                    "table": "gap",
+                    "where": {"model": "LLaDA-8B-Base", "steps": 256, "temperature": 0.25},
+                    "values": {"gap": 0.296},
+                },
+                {
+                    "paper": "Table 4",
+                    "table": "compute_matched",
+                    "where": {"strategy": "none", "nfe_budget": 128},
+                    "values": {"ppl": 7.6},
+                },
+            ],
+        }  # fmt: skip
+    )
+    assert (
+        spec.config()
+        == parse_spec(
+            {
+                **{"name": "t"},
+                "models": {"diffusion": ["llada:GSAI-ML/LLaDA-8B-Base"]},
+                "sweep": {
+                    "strategies": ["none", "high_entropy"],
+                    "steps": [256],
+                    "temperatures": [0.25],
+                    "seeds": [1, 2, 3],
+                },
+            }
+        ).config()
+    )  # fmt: skip  (published values decide no number)
+    tables = ct.all_tables(ct.cells_frame(rows), ct.down_frame([]), spec)
+    pub = tables["published"].set_index("paper")
+    assert pub.loc["Table 6", "measured"] == pytest.approx(0.948, abs=1e-9)
+    assert pub.loc["Table 6", "se"] == pytest.approx(0.021378, abs=1e-5)
+    assert abs(pub.loc["Table 6", "diff_se"]) < 1e-6
+    assert pub.loc["Table 7", "measured"] == pytest.approx(0.296333, abs=1e-5)
+    assert pub.loc["Table 7", "diff_se"] == pytest.approx(0.000333 / pub.loc["Table 7", "se"], rel=1e-2)
+    assert (
+        math.isnan(pub.loc["Table 4", "measured"])
+        and "no compute_matched table" in pub.loc["Table 4", "note"]
+    )
+    assert pub.loc["Table 6", "data"] == "webtext: shipped stand-in"
+    md = markdown("published", tables["published"])
+    assert "| Table 6 |" in md and "| mauve | 0.948 | 0.948 | 0.000 | 0.00 |" in md
+    assert "Data: webtext: shipped stand-in" in md
+    with RunStore(tmp_path / "s.sqlite") as store:
+        run = store.open_run("care-test", {"x": 1})
+        run.put_table("published", tables["published"])
+        pd.testing.assert_frame_equal(run.get_table("published"), tables["published"], check_dtype=False)
+
+
+def test_dllm_block_count_gives_every_block_ceil_steps_over_blocks():
+    """dllm's samplers give each block ceil(steps / blocks) steps and one KV-cache prefix pass; with 3 blocks of
+    8 and 8 steps that is 3 + 1 passes per block (12), not dlmeval's 3 + 3 + 2 decode passes plus 3 (11)."""
+    from dlmeval.sampling import SamplerConfig, predict_nfe
+    from dlmeval.sampling.block import block_nfe_dllm, dllm_transfer_counts
+
+    cfg = SamplerConfig(length=24, steps=8, block_length=8, strategy="none", stop_at_eos=False)
+    assert predict_nfe(24, 8, block_length=8) == 8
+    assert block_nfe_dllm(cfg) == 12
+    divisible = SamplerConfig(length=24, steps=24, block_length=8, strategy="none", stop_at_eos=False)
+    assert block_nfe_dllm(divisible) == predict_nfe(24, 24, block_length=8) + 3
+    # dllm's linear schedule: round(remaining * (1 - s/t)) half to even, steps transferring nothing dropped
+    assert dllm_transfer_counts(8, 3) == [3, 2, 3]
+    assert dllm_transfer_counts(8, 16) == [1] * 8  # 16 steps on 8 tokens: only 8 steps decode (a pass each)
+    assert sum(dllm_transfer_counts(32, 7)) == 32 and len(dllm_transfer_counts(32, 7)) == 7

@@ -15,7 +15,8 @@ A leaderboard row's ``published = { mauve_none = 0.948, ... }`` is the same thin
 }`` (:func:`row_entries`).
 
 :func:`compare` looks every cell up: measured value, published value, difference, and the difference in standard
-errors where the table has an SE column for that value (``<column>_se``; the seed SE of a mean over seeds). A cell
+errors where the table has an SE column for that value (``<column>_se`` or ``<column>_se_seeds``; the seed SE of a
+mean over seeds). A cell
 whose row is missing (not run yet, another source) or ambiguous (several rows match: add a ``where`` key) is
 reported with a NaN measurement and a note, never dropped.
 
@@ -144,17 +145,29 @@ def _match(frame: pd.DataFrame, where: tuple[tuple[str, Any], ...]) -> tuple[pd.
     return sel, ""
 
 
-def compare(entries: Sequence[Published], tables: Mapping[str, pd.DataFrame]) -> list[Cell]:
-    """Every published cell with the measured value beside it (NaN and a note where it cannot be found)."""
+def compare(
+    entries: Sequence[Published],
+    tables: Mapping[str, pd.DataFrame],
+    defaults: Mapping[str, Any] | None = None,
+) -> list[Cell]:
+    """Every published cell with the measured value beside it (NaN and a note where it cannot be found).
+    ``defaults``: selector values for keys an entry does not name, applied where the table has that column
+    (Care: ``source`` = the spec's first source)."""
     out = []
     for e in entries:
         frame = tables.get(e.table)
+        where = e.where
+        if defaults and frame is not None:
+            named = {k for k, _ in where}
+            where = where + tuple(
+                (k, v) for k, v in defaults.items() if k not in named and v is not None and k in frame.columns
+            )
         for col, pub in e.values:
             cell = Cell(e.paper, e.table, e.label(), col, pub, note=e.note)
             if frame is None or frame.empty:
                 out.append(_with(cell, note=_join(e.note, f"no {e.table} table in this run")))
                 continue
-            sel, why = _match(frame, e.where)
+            sel, why = _match(frame, where)
             if why or len(sel) != 1 or col not in sel.columns:
                 why = why or (
                     "no such row"
@@ -166,8 +179,8 @@ def compare(entries: Sequence[Published], tables: Mapping[str, pd.DataFrame]) ->
                 out.append(_with(cell, note=_join(e.note, why)))
                 continue
             m = pd.to_numeric(sel[col], errors="coerce").iloc[0]
-            se_col = f"{col}_se"
-            se = pd.to_numeric(sel[se_col], errors="coerce").iloc[0] if se_col in sel.columns else math.nan
+            se_col = next((c for c in (f"{col}_se", f"{col}_se_seeds") if c in sel.columns), None)
+            se = pd.to_numeric(sel[se_col], errors="coerce").iloc[0] if se_col else math.nan
             out.append(_with(cell, measured=float(m), se=float(se)))
     return out
 

@@ -126,7 +126,14 @@ def readings(spec: CareSpec) -> dict[str, str]:
 
 def plan_extras(spec: CareSpec) -> dict[str, Any]:
     """The plan's data, downstream and readings sections, for the CLI payload."""
-    return {"data": data_rows(spec), "downstream": downstream_rows(spec), "readings": readings(spec)}
+    from dlmeval.protocols.published import plan_records
+
+    return {
+        "data": data_rows(spec),
+        "downstream": downstream_rows(spec),
+        "readings": readings(spec),
+        "published": plan_records(spec.published),
+    }
 
 
 def plan_lines(extras: dict[str, Any]) -> list[str]:
@@ -148,6 +155,11 @@ def plan_lines(extras: dict[str, Any]) -> list[str]:
                 )
     lines.append("readings:")
     lines += [f"  {k}: {v}" for k, v in extras["readings"].items()]
+    if extras.get("published"):
+        from dlmeval.protocols.published import parse_entries
+        from dlmeval.protocols.published import plan_lines as published_lines
+
+        lines += published_lines(parse_entries(extras["published"]))
     return lines
 
 

@@ -413,6 +413,8 @@ class CareSpec:
     #: ``[models."<spec>"]`` tables: per-model sampler settings (:mod:`dlmeval.protocols.model_overrides`)
     overrides: tuple[tuple[str, ModelOverride], ...] = ()
     corpora: tuple[tuple[str, CorpusSpec], ...] = ()  # [corpora.<name>] tables as written
+    #: the paper's values of the cells the spec fills (:mod:`dlmeval.protocols.published`); decide no number
+    published: tuple = field(default=(), compare=False)
     path: str | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ derived
@@ -450,6 +452,7 @@ class CareSpec:
         d.pop("path")
         d.pop("name")
         d.pop("overrides")
+        d.pop("published")
         # the records' version: 2 since the cells record ``mauve_n`` and a cell's PPL moved in the 8th digit when
         # the model-family registry, the hub data layer and the work loop landed together, so a store written
         # before is never resumed into the new numbers
@@ -504,7 +507,9 @@ TABLES = (
 # ------------------------------------------------------------------------------------------------ parsing
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> CareSpec:
     """A :class:`CareSpec` from the parsed TOML/YAML mapping (validated; see the module docstring)."""
-    top = as_table(raw, "", {"name", "seed", "preset", "models", *TABLES})
+    from dlmeval.protocols.published import parse_entries
+
+    top = as_table(raw, "", {"name", "seed", "preset", "models", "published", *TABLES})
     head = read_fields(CareSpec, top, "", ("name", "seed", "preset"), defaults={"name": name or "care"})
     models_raw = as_table(top.get("models"), "models", None)
     own = {f.name for f in dataclasses.fields(ModelsSpec)}
@@ -574,6 +579,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         downstream=downstream,
         overrides=overrides,
         corpora=corpora,
+        published=parse_entries(top.get("published")),
         path=path,
     )
     for src in gen.sources:
