@@ -375,3 +375,53 @@ def test_dllm_block_count_gives_every_block_ceil_steps_over_blocks():
     assert dllm_transfer_counts(8, 3) == [3, 2, 3]
     assert dllm_transfer_counts(8, 16) == [1] * 8  # 16 steps on 8 tokens: only 8 steps decode (a pass each)
     assert sum(dllm_transfer_counts(32, 7)) == 32 and len(dllm_transfer_counts(32, 7)) == 7
+
+
+def test_robust_paper_plan_names_the_papers_tables_and_the_probe_default_has_no_scaler(capsys):
+    from dlmeval.protocols.robust.probe_linear import SCALER
+
+    out = _plan(capsys, "robust", "robust-paper")
+    by = {r["table"]: r["paper"] for r in out["paper_tables"]}
+    assert by["summary"].startswith("Table 1") and by["calibration"].startswith("Table 2")
+    assert by["dgcg"].startswith("Table 3") and by["probes"].startswith("Table 4")
+    assert by["ipm"].startswith("Tables 5 and 10") and by["recipe"].startswith("Table 6")
+    assert by["comparison"].startswith("Table 11") and by["aurdi"].startswith("Table 9")
+    assert SCALER is False and out["readings"]["probe_scaler"].startswith("StandardScaler off")
+    assert len(out["published"]) == 24
+    from dlmeval.cli.main import main
+
+    assert main(["robust", "robust-paper", "--plan"]) == 0
+    text = capsys.readouterr().out
+    assert "the paper's tables each part fills:" in text and "Table 4, Fig. 7" in text
+    assert "published values (78 cells):" in text
+
+
+def test_robust_paper_published_values_match_the_papers_tables_1_and_2():
+    from dlmeval.protocols.robust import load_spec
+
+    text = _paper("002")
+    spec = load_spec("robust-paper")
+    names = {"LLaDA-8B": "LLaDA-8B-Instruct", "LLaMA-3-8B": "Meta-Llama-3-8B-Instruct",
+             "Dream-7B": "Dream-v0-Instruct-7B", "Qwen2.5-7B": "Qwen2.5-7B-Instruct"}  # fmt: skip
+    tasks = {"TriviaQA": "triviaqa", "GSM8K": "gsm8k", "ARC-Chall.": "arc_challenge"}
+    pub = {(e.paper, dict(e.where)["task"], dict(e.where)["model"]): dict(e.values) for e in spec.published}
+    for caption, paper, cols in (
+        ("Table 1: Clean accuracy", "Table 1", ("acc_clean", "acc_r", "mean_rdi", "adv_rate")),
+        ("Table 2: Clean-baseline calibration", "Table 2", ("ece", "mean_confidence", "auroc")),
+    ):
+        start = text.index(caption)
+        task, seen = None, 0
+        for line in text[start : start + 3000].splitlines()[2:16]:
+            cells = line.split("\t")
+            if cells[0]:
+                task = tasks.get(cells[0], task)
+            if len(cells) < 3 or cells[1] not in names:
+                continue
+            vals = pub[(paper, task, names[cells[1]])]
+            for col, cell in zip(cols, cells[2:]):
+                want = float(cell.rstrip("%")) / (100 if cell.endswith("%") else 1)
+                assert vals[col] == pytest.approx(want), (paper, task, cells[1], col)
+            seen += 1
+        assert seen == 12, paper
+    # the published values decide no number: the signature is the spec's without them
+    assert "published" not in spec.config()

@@ -10,7 +10,7 @@ fills, so a finished run is a reproduction report with no hand work::
 
 ``table`` names one of the run's tables (the stored frame of that name), ``where`` selects its row (every key a
 column of the table; numbers compare to 1e-9, a ``model`` value also matches a table model that ends with it, so
-``"LLaDA-8B-Base"`` finds ``llada:LLaDA-8B-Base``), ``values`` maps a column of the table to the paper's value.
+``"LLaDA-8B-Base"`` finds ``llada:LLaDA-8B-Base`` and ``llada:GSAI-ML/LLaDA-8B-Base``), ``values`` maps a column of the table to the paper's value.
 A leaderboard row's ``published = { mauve_none = 0.948, ... }`` is the same thing with ``where = { model = label
 }`` (:func:`row_entries`).
 
@@ -137,7 +137,7 @@ def _match(frame: pd.DataFrame, where: tuple[tuple[str, Any], ...]) -> tuple[pd.
         col = sel[k]
         if isinstance(v, str):
             s = col.astype(str)
-            ok = (s == v) | (s.str.endswith(":" + v) if k == "model" else False)
+            ok = (s == v) | ((s.str.endswith(":" + v) | s.str.endswith("/" + v)) if k == "model" else False)
         else:
             num = pd.to_numeric(col, errors="coerce")
             ok = (num - float(v)).abs() < 1e-9
