@@ -425,3 +425,14 @@ def test_robust_paper_published_values_match_the_papers_tables_1_and_2():
         assert seen == 12, paper
     # the published values decide no number: the signature is the spec's without them
     assert "published" not in spec.config()
+
+
+def test_dllm_transfer_counts_match_values_recorded_from_dllms_code():
+    """Parity (#34): the schedule dllm's MDLM / BD3LM samplers run, recorded from dllm's own
+    get_num_transfer_tokens (tests/parity/dllm_transfer_counts.json says how)."""
+    from dlmeval.sampling.block import dllm_transfer_counts
+
+    rec = json.loads((Path(__file__).parent / "parity" / "dllm_transfer_counts.json").read_text())
+    assert rec["source"].startswith("ZHZisZZ/dllm @ ") and len(rec["cases"]) == 60
+    for c in rec["cases"]:
+        assert dllm_transfer_counts(c["masked"], c["steps"]) == c["counts"], c
