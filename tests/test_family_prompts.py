@@ -57,3 +57,19 @@ def test_families_without_dllm_quirks_keep_their_prompts():
     assert m.chat_kwargs == {} and m.chat_special_tokens and m.answer_end == ()
     text = chat_formatter(m)(USER)
     assert m.encode_chat(text) == m.encode(text)
+
+
+def test_bert_chat_prompt_ids_match_values_recorded_from_dllm():
+    """Parity: dlmeval's BERT-Chat template and encoding give the prompt ids dllm's template and
+    apply_chat_template(tokenize=True) gave (tests/parity/bert_chat_prompts.json says how they were recorded)."""
+    import json
+    from pathlib import Path
+
+    rec = json.loads((Path(__file__).parent / "parity" / "bert_chat_prompts.json").read_text())
+    m = load_diffusion(rec["model"])
+    assert len(rec["cases"]) == 3
+    for case in rec["cases"]:
+        text = m.tokenizer.apply_chat_template(case["messages"], tokenize=False, add_generation_prompt=True)
+        assert m.encode_chat(text) == case["prompt_ids"], case["messages"]
+    first = rec["cases"][0]
+    assert m.encode_chat(chat_formatter(m)(first["messages"][0]["content"])) == first["prompt_ids"]
