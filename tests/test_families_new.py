@@ -248,7 +248,7 @@ def test_block_sampler_exact_nfe_for_remasking_strategies(models):
         assert int(res.nfe[0]) == pred, (strategy, steps)
         if want is not None:
             assert pred == want
-        assert block_nfe_dllm(int(res.nfe[0]), cfg) == pred + 2  # dllm: one KV-cache prefix pass per block
+        assert block_nfe_dllm(cfg) == pred + 2  # dllm: one KV-cache prefix pass per block
     # the hand count for high_entropy, 8 steps on a block of 8, k = int(0.25 * 8) = 2, window from step
     # ceil(2k * S / B) = 4: 8 decode passes + 4 scoring passes + 1 drain pass = 13 per block
     assert predict_nfe(16, 16, strategy="high_entropy", block_length=8, remask_fraction=0.25) == 26

@@ -154,9 +154,10 @@ def test_probe_scaler_and_paper_layers():
     y = np.repeat([0, 1], 100)
     # one informative feature on a tiny scale beside loud noise: C = 1 needs the scaler to find it
     X = np.c_[(y - 0.5) * 1e-4 + rng.normal(0, 1e-6, 200), rng.normal(0, 10, (200, 3))]
-    on = linear_probe(X, y, seed=0)
-    off = linear_probe(X, y, seed=0, scaler=False)
+    off = linear_probe(X, y, seed=0)  # the default: raw features, as the paper's probes (#34)
+    on = linear_probe(X, y, seed=0, scaler=True)
     assert on.accuracy == 1.0 and off.accuracy < 0.8
+    assert linear_probe(X, y, seed=0, scaler=False) == off
 
 
 def test_robust_paper_plan_names_every_reading(capsys):

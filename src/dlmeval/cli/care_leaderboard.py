@@ -36,21 +36,49 @@ def _spec(args):
     return spec
 
 
+def _plan(spec) -> tuple[dict, str]:
+    """Every row with its sampler, seeds, forward passes, HumanEval cell, the reading it reproduces and the
+    paper's values of its cells; the data each corpus is read from."""
+    from dlmeval.protocols.care.leaderboard import plan_rows
+    from dlmeval.protocols.care.plan import data_rows
+
+    rows = plan_rows(spec)
+    data = data_rows(spec.care_base())
+    lines = [
+        f"leaderboard {spec.name}: {len(rows)} rows at {spec.steps} nominal steps "
+        f"(reading: {spec.reading}; published values: Table 21)"
+    ]
+    for r in rows:
+        nfe = f"NFE/sample {r['nfe_baseline']}" + (
+            f" / {r['nfe_strategy']}" if r["nfe_strategy"] is not None else ""
+        )
+        seeds = ",".join(map(str, r["seeds"]))
+        lines.append(
+            f"  tier {str(r['tier']):<9} {r['model']:<26} {r['sampler']:<40} t={r['temperature']:<5g} "
+            f"seeds {seeds:<6} {nfe}"
+        )
+        lines.append(f"      model: {r['spec']}")
+        if r["humaneval"]:
+            lines.append(f"      HE p@1: {r['humaneval']}")
+        if r["reading"]:
+            lines.append(f"      reading: {r['reading']}")
+        if r.get("alternative"):
+            alt = ", ".join(f"{k} {v}" for k, v in r["alternative"].items() if k != "reading")
+            lines.append(f'      alternative ([leaderboard] reading = "alternative"): {alt}')
+        if r["published"]:
+            lines.append("      published: " + ", ".join(f"{k} {v:g}" for k, v in r["published"].items()))
+    lines.append("data:")
+    lines += [f"  {d['data']}: {d['from']}" for d in data]
+    payload = {"spec": spec.name, "reading": spec.reading, "rows": rows, "data": data}
+    return payload, "\n".join(lines)
+
+
 def run_leaderboard_cli(args: argparse.Namespace) -> int:
-    from dlmeval.protocols.care.leaderboard import paper_table_markdown, plan_rows, run_leaderboard
+    from dlmeval.protocols.care.leaderboard import report_markdown, run_leaderboard
 
     spec = _spec(args)
     if args.plan:
-        rows = plan_rows(spec)
-        lines = [f"leaderboard {spec.name}: {len(rows)} rows at {spec.steps} nominal steps"]
-        for r in rows:
-            nfe = f"NFE/sample {r['nfe_baseline']}" + (
-                f" / {r['nfe_strategy']}" if r["nfe_strategy"] is not None else ""
-            )
-            lines.append(
-                f"  tier {str(r['tier']):<9} {r['model']:<26} {r['sampler']:<40} t={r['temperature']:<5g} {nfe}"
-            )
-        emit(args, {"spec": spec.name, "rows": rows}, "\n".join(lines))
+        emit(args, *_plan(spec))
         return 0
     from dlmeval.models.registry import check_model_spec
     from dlmeval.store import frame_records
@@ -61,6 +89,6 @@ def run_leaderboard_cli(args: argparse.Namespace) -> int:
         )
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
     run_id, table = run_in_store(args, run_leaderboard, spec)
-    text = paper_table_markdown(table) + f"\nleaderboard run: {run_id}"
+    text = report_markdown(spec, table) + f"\nleaderboard run: {run_id}"
     emit(args, {"spec": spec.name, "run": run_id, "table": frame_records(table)}, text)
     return 0

@@ -103,9 +103,12 @@ def spec_with_overrides(args):
 
 
 def _plan(args, spec) -> int:
+    from dlmeval.protocols.published import plan_lines as published_lines
+    from dlmeval.protocols.published import plan_records
     from dlmeval.protocols.robust import model_entries, plan
     from dlmeval.protocols.robust.evaluate import clean_seeds
     from dlmeval.protocols.robust.readings import analyses as plan_analyses
+    from dlmeval.protocols.robust.readings import paper_tables
     from dlmeval.protocols.robust.readings import readings as plan_readings
     from dlmeval.protocols.robust.tables import recipe_table
     from dlmeval.store import frame_records
@@ -144,6 +147,8 @@ def _plan(args, spec) -> int:
         "analyses": plan_analyses(spec),
         "readings": plan_readings(spec),
         "recipe": frame_records(recipe_table(spec)),
+        "paper_tables": paper_tables(spec),
+        "published": plan_records(spec.published),
     }
     lines = [
         f"spec {spec.name}: {len(spec.pairs)} pair(s), {len(entries)} model(s), {len(spec.conditions)} conditions "
@@ -171,6 +176,9 @@ def _plan(args, spec) -> int:
         )
     lines.append("readings:")
     lines += [f"  {k}: {v}" for k, v in payload["readings"].items()]
+    lines.append("the paper's tables each part fills:")
+    lines += [f"  {r['table']:<26} {r['paper']}" for r in payload["paper_tables"]]
+    lines += published_lines(spec.published)
     emit(args, payload, "\n".join(lines))
     return 0
 

@@ -120,6 +120,8 @@ def load_rows(
     name: str | None = None,
     columns: Sequence[str] | None = None,
     limit: int | None = None,
+    sample: int | None = None,
+    sample_seed: int = 0,
     allow_download: bool = False,
     what: str = "dataset",
 ) -> DatasetRows:
@@ -128,8 +130,10 @@ def load_rows(
     ``split``: the split to read (a hub dataset or a ``DatasetDict`` directory; ``datasets`` slicing such as
     ``train[:5000]`` works for hub ids); None takes the only split, else ``default_split`` when the dataset has it,
     else an InputError listing the splits. A single file has no splits (``split`` must be None). ``name``: the
-    hub config. ``columns``: the fields to keep (each must exist). ``limit``: the first ``limit`` rows. ``what``
-    names the setting in error messages (``downstream.gsm8k.source``)."""
+    hub config. ``columns``: the fields to keep (each must exist). ``limit``: the first ``limit`` rows. ``sample``: a
+    fixed slice of ``sample`` rows chosen by document index (:func:`sample_indices`, after ``limit``), recorded in
+    the provenance as ``sample = {n, seed, of, indices}``. ``what`` names the setting in error messages
+    (``downstream.gsm8k.source``)."""
     if limit is not None and limit < 1:
         raise InputError(f"{what}: limit must be a positive number of rows, got {limit}")
     s = str(source)
@@ -146,9 +150,30 @@ def load_rows(
             raise InputError(f"{what}: a config name ({name!r}) applies to hub datasets only, not to {p}")
         ds, prov = _local(p.resolve(), split, default_split, what)
     ds = _select(ds, columns, limit, what)
+    if sample is not None:
+        if sample < 1:
+            raise InputError(f"{what}: sample must be a positive number of rows, got {sample}")
+        of = len(ds)
+        idx = sample_indices(of, sample, sample_seed)
+        ds = ds.select(idx)
+        prov["sample"] = {"n": len(idx), "seed": int(sample_seed), "of": of, "indices": _ints_digest(idx)}
     rows = ds.to_list()
     prov.update(fields=list(ds.column_names), rows=len(rows), digest=rows_digest(rows))
     return DatasetRows(rows, prov)
+
+
+def sample_indices(n_rows: int, n: int, seed: int) -> list[int]:
+    """The documented held-out slice: ``sorted(numpy.random.default_rng(seed).choice(n_rows, size=min(n,
+    n_rows), replace=False))``, the document indices of a split with no held-out part of its own (OpenWebText
+    has only ``train``), in index order."""
+    import numpy as np
+
+    pick = np.random.default_rng(int(seed)).choice(n_rows, size=min(int(n), n_rows), replace=False)
+    return sorted(int(i) for i in pick)
+
+
+def _ints_digest(idx: Sequence[int]) -> str:
+    return hashlib.sha256(",".join(map(str, idx)).encode()).hexdigest()[:16]
 
 
 def rows_digest(rows: Sequence[dict[str, Any]]) -> str:
@@ -313,4 +338,13 @@ def _dir_digest(p: Path) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["DatasetRows", "describe", "is_hub_id", "load_rows", "offline", "rows_digest", "source_stamp"]
+__all__ = [
+    "DatasetRows",
+    "describe",
+    "is_hub_id",
+    "load_rows",
+    "offline",
+    "rows_digest",
+    "sample_indices",
+    "source_stamp",
+]

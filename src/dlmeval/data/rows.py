@@ -73,8 +73,11 @@ def read_source(
     what: str = "",
     columns: Sequence[str] | None = None,
     limit: int | None = None,
+    sample: int | None = None,
+    sample_seed: int = 0,
 ):
-    """The :class:`~dlmeval.data.hub.DatasetRows` of ``src`` (not a shipped one) for ``kind``."""
+    """The :class:`~dlmeval.data.hub.DatasetRows` of ``src`` (not a shipped one) for ``kind``; ``sample`` /
+    ``sample_seed``: a seeded slice by row index (:func:`dlmeval.data.hub.sample_indices`)."""
     from dlmeval.data.hub import load_rows
 
     if src.shipped:
@@ -90,6 +93,8 @@ def read_source(
         name=name,
         columns=columns,
         limit=limit,
+        sample=sample,
+        sample_seed=sample_seed,
         allow_download=allow_download,
         what=what or kind,
     )

@@ -99,6 +99,11 @@ class HFBidirectionalLM(DiffusionLM):
 
 class A2DLM(HFBidirectionalLM):
     family = "a2d"
+    # dllm's get_tokenizer wraps the Qwen2 / Qwen3 A2D tokenizers' apply_chat_template with enable_thinking=False
+    # (Qwen3's template then closes an empty <think></think> block; others ignore the variable), and its samplers
+    # take apply_chat_template(tokenize=True) ids: no special tokens added to the templated text
+    chat_kwargs = {"enable_thinking": False}
+    chat_special_tokens = False
 
 
 class A2DBlockLM(A2DLM):

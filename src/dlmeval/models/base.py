@@ -347,6 +347,18 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
     block_attention: bool = False
     #: the block size a block-diffusion family was trained with (its sampler's default), or None
     block_size: int | None = None
+    #: chat prompts as the family's own code builds them (#34): extra variables of its chat template
+    #: (dllm's Qwen A2D tokenizers: ``enable_thinking=False``), whether the templated text is encoded with the
+    #: tokenizer's special tokens (dllm: ``apply_chat_template(tokenize=True)``, which adds none), and text
+    #: markers that end an answer (dllm's ``eot_token`` where it is text, not one token: BERT-Chat's ``[/Answer]``)
+    chat_kwargs: dict = {}
+    chat_special_tokens: bool = True
+    answer_end: tuple[str, ...] = ()
+
+    def encode_chat(self, text: str) -> list[int]:
+        """Token ids of a chat-templated prompt, as the family's own code encodes it."""
+        return self.encode(text, add_special_tokens=self.chat_special_tokens)
+
     #: the unmasking schedule of the family's own sampler (``dlmeval.sampling.SCHEDULES``): the sampler's
     #: default for strategies that never re-mask
     native_schedule: str = "linear"

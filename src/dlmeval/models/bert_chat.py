@@ -36,6 +36,10 @@ BERT_CHAT_TEMPLATE = (
 
 class BertChatLM(HFMaskedLM):
     family = "bert-chat"
+    # dllm's prompts: apply_chat_template(tokenize=True), no [CLS] / [SEP] around the templated text; its
+    # sample_trim cuts an answer at the eot_token "[/Answer]" (text to ModernBERT's tokenizer)
+    chat_special_tokens = False
+    answer_end = ("[/Answer]",)
 
 
 def bert_chat_eos(tok) -> list[int]:

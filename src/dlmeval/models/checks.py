@@ -8,12 +8,14 @@ Each check returns a :class:`Check` row (name, passed, the number it measured, t
 ``eos ids``        every EOS / EoT id is a special token of the tokenizer; the chat template's end-of-turn is in it
 ``pad id``         the pad id lies inside the tokenizer and is not the mask id
 ``attention``      the family's attention kind, probed: changing the last token moves the first positions' logits
-                   (bidirectional), does not (causal), or moves only its own block (block-causal)
+                   (bidirectional), does not (causal), or moves only its own block (block-causal: blocks of the
+                   model's ``block_size`` over a probe of at least two blocks)
 ``alignment``      masked-token recovery: mean log-prob of the true token at masked positions read at the
                    adapter's alignment vs one position left / right of it; on the probe set with the clearest
                    difference the adapter's must win by a margin (a wrong logit shift fails here)
 ``vocab padding``  ids past the tokenizer get no probability mass (their logits are the float32 minimum)
-``batch``          a row's logits alone and inside a padded batch agree
+``batch``          a row's logits alone and inside a padded batch agree (every logit comparison: within 16 units in
+                   the last place of the model's dtype at the logits' magnitude, at least 1e-4)
 ``padding``        left padding, right padding and extra padding give the same logits for the real tokens
 ``gradient``       ``forward(inputs_embeds=)`` equals ``forward(input_ids)``, and a loss reaches the embeddings
                    with finite, non-zero gradients (D-GCG's and ``score_positions(grad=True)``'s path)
@@ -64,8 +66,39 @@ class Check:
         return "skip" if self.passed is None else ("pass" if self.passed else "FAIL")
 
 
-def _tol(model) -> float:
-    return 1e-4 if model.dtype == torch.float32 else 5e-2
+#: the float32 threshold of the logit comparisons (absolute), and how many units in the last place of the model's
+#: dtype at the logits' magnitude a comparison may differ by (bf16: 16 x 2^-7 x |logit|)
+FLOAT32_TOL = 1e-4
+ULPS = 16
+
+
+def _tol(model, scale: float = 1.0) -> float:
+    """The threshold of a logit comparison, scaled with the dtype's precision: ``ULPS`` units in the last place
+    at the logits' magnitude ``scale`` (``eps(dtype) x max(1, scale)``), never below the float32 threshold. A
+    correct bf16 model's padded and unpadded logits differ by about one unit in the last place (1/16 at |logit|
+    8), which an absolute 0.05 called a failure."""
+    eps = torch.finfo(model.dtype).eps if model.dtype.is_floating_point else 0.0
+    return max(FLOAT32_TOL, ULPS * eps * max(1.0, float(scale)))
+
+
+def _moves(model, scale: float = 1.0) -> float:
+    """The least change that counts as a move: one unit in the last place at the logits' magnitude (positions
+    that do not attend to a changed token are computed bit for bit the same), never below the float32
+    threshold."""
+    eps = torch.finfo(model.dtype).eps if model.dtype.is_floating_point else 0.0
+    return max(FLOAT32_TOL, eps * max(1.0, float(scale)))
+
+
+def _scale(*tensors) -> float:
+    """The logits' magnitude: the largest |logit| that is a real value (padded vocabulary rows hold the dtype's
+    minimum, which says nothing about precision)."""
+    out = 1.0
+    for t in tensors:
+        v = t.detach().float().abs()
+        v = v[torch.isfinite(v) & (v < 1e30)]
+        if v.numel():
+            out = max(out, float(v.max()))
+    return out
 
 
 def _special_set(tok) -> set[int]:
@@ -195,13 +228,14 @@ def check_batch(model) -> Check:
     seqs = [model.encode(t) for t in texts]
     ids, attn = model.pad(seqs)
     batched = model.logits(ids, attn)
-    worst = 0.0
+    worst, scale = 0.0, 1.0
     for i, s in enumerate(seqs):
         a_ids, a_attn = model.pad([s])
-        alone = model.logits(a_ids, a_attn)[0]
+        alone = model.logits(a_ids, a_attn)[0][a_attn[0].bool()]
         real = attn[i].bool()
-        worst = max(worst, float((batched[i][real] - alone[a_attn[0].bool()]).abs().max()))
-    tol = _tol(model)
+        worst = max(worst, float((batched[i][real] - alone).abs().max()))
+        scale = max(scale, _scale(alone))
+    tol = _tol(model, scale)
     return Check(
         "batch", worst <= tol, worst, f"max |diff| <= {tol:g}", f"{len(texts)} rows, alone vs batched"
     )
@@ -226,7 +260,7 @@ def check_padding(model) -> Check:
                 ref = got
             else:
                 worst = max(worst, max(float((a - b).abs().max()) for a, b in zip(ref, got)))
-    tol = _tol(model)
+    tol = _tol(model, _scale(*ref))
     return Check(
         "padding", worst <= tol, worst, f"max |diff| <= {tol:g}", f"{' / '.join(sides)}, +0 / +7 pad tokens"
     )
@@ -255,10 +289,9 @@ def check_gradient(model) -> Check:
             p.requires_grad_(True)
     diff = float((out.detach() - plain).abs().max())
     gnorm = float(e.grad.norm()) if e.grad is not None else 0.0
-    ok = diff <= _tol(model) and math.isfinite(gnorm) and gnorm > 0
-    return Check(
-        "gradient", ok, gnorm, f"embeds == ids (<= {_tol(model):g}), grad > 0", f"|embeds - ids| {diff:.2e}"
-    )
+    tol = _tol(model, _scale(plain[attn.bool()]))
+    ok = diff <= tol and math.isfinite(gnorm) and gnorm > 0
+    return Check("gradient", ok, gnorm, f"embeds == ids (<= {tol:g}), grad > 0", f"|embeds - ids| {diff:.2e}")
 
 
 #: the nominal step counts the sampler row compares at: one step (the order does not matter), and more, where
@@ -368,35 +401,57 @@ def _probe_changes(model, ids, attn, at: int, reads: list[int]) -> float:
     return float((moved[0, reads] - base[0, reads]).abs().max()) if reads else 0.0
 
 
+def _block_probe(model, block: int) -> list[int]:
+    """Probe ids spanning at least two whole blocks plus one token (the sentences repeated), within the window."""
+    text = " ".join(PROBES_TEXT)
+    ids = model.encode(text)
+    while len(ids) <= 2 * block and len(ids) < model.max_length:
+        ids = model.encode(f"{text} {model.decode(ids, skip_special_tokens=True)}")
+    return ids[: model.max_length]
+
+
 def check_attention(model) -> Check:
     """The attention kind the family declares, probed: a later token must change an earlier position's logits
-    (bidirectional), must not (causal), or must only within its own block (block-causal, the family's
-    ``generation["block_length"]``)."""
+    (bidirectional), must not (causal), or must only within its own block (block-causal, the **model's**
+    ``block_size``, over a probe that spans at least two blocks so a leak across blocks can show; a probe within
+    one block fails the row rather than pass it unseen)."""
     from dlmeval.models.family import family_of
 
     fam = family_of(model)
     kind = fam.attention if fam is not None else "bidirectional"
-    seqs = [model.encode(PROBES_TEXT[0])]
+    block = None
+    if kind == "block-causal":
+        own = getattr(model, "block_size", None)
+        block = int(own if own else (fam.generation or {}).get("block_length", 4))
+        seqs = [_block_probe(model, block)]
+    else:
+        seqs = [model.encode(PROBES_TEXT[0])]
     ids, attn = model.pad(seqs)
     real = attn[0].bool().nonzero().flatten().tolist()
     first, last = real[0], real[-1]
-    tol = _tol(model)
+    scale = _scale(model.logits(ids, attn)[0][attn[0].bool()])
+    tol, floor = _tol(model, scale), _moves(model, scale)
     early = [p for p in real[:3] if p != last]
     if kind == "block-causal":
-        block = int((fam.generation or {}).get("block_length", 4))
         b_last = (last - first) // block
         same_block = [p for p in real if (p - first) // block == b_last and p != last]
         before = [p for p in real if (p - first) // block < b_last]
+        if not before:
+            return Check(
+                "attention", False, None, f"earlier blocks unchanged (<= {tol:g})",
+                f"block-causal (block {block}): the probe of {len(real)} tokens fits in one block, so a leak "
+                "across blocks cannot show; the model's window is shorter than two blocks",
+            )  # fmt: skip
         inside = _probe_changes(model, ids, attn, last, same_block)
         leak = _probe_changes(model, ids, attn, last, before)
-        ok = inside > tol and leak <= tol
+        ok = inside > floor and leak <= tol
         return Check(
             "attention",
             ok,
             leak,
-            f"earlier blocks unchanged (<= {tol:g})",
-            f"block-causal (block {block}): a changed last token moves its own block by {inside:.3g}, "
-            f"earlier blocks by {leak:.3g}"
+            f"earlier blocks unchanged (<= {tol:g}), own block moves (> {floor:g})",
+            f"block-causal (model block_size {block}, {b_last + 1} blocks): a changed last token moves its own "
+            f"block by {inside:.3g}, earlier blocks by {leak:.3g}"
             + ("" if ok else "; the network does not attend as the family declares"),
         )
     moved = _probe_changes(model, ids, attn, last, early)
@@ -404,8 +459,8 @@ def check_attention(model) -> Check:
         ok = moved <= tol
         want = f"earlier positions unchanged (<= {tol:g})"
     else:
-        ok = moved > tol
-        want = f"earlier positions change (> {tol:g})"
+        ok = moved > floor
+        want = f"earlier positions change (> {floor:g})"
     detail = f"{kind}: changing the last token moves the first positions' logits by {moved:.3g}"
     if not ok:
         detail += (

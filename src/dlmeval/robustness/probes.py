@@ -33,9 +33,10 @@ added by the tokenizer) are -1 and never used.
 
 Probe protocol. ``balance=True`` keeps every corrupted token and a seeded random equal number of clean ones (or the
 reverse when clean tokens are fewer), then ``linear_probe`` splits 80/20 stratified by label (``split="token"``,
-the paper) or by sequence (``split="sequence"``, no sequence on both sides), standardises the features on the
-training part (logistic regression on raw hidden states of large models does not converge in 500 iterations)
-and fits ``LogisticRegression(C=1, max_iter=500)``. Accuracy is on the test part; AUROC from the decision
+the paper) or by sequence (``split="sequence"``, no sequence on both sides) and fits
+``LogisticRegression(C=1, max_iter=500)`` on the raw hidden states, as the paper's probes (``scaler=True``
+standardises the features on the training part first: raw hidden states of large models may not converge in 500
+iterations). Accuracy is on the test part; AUROC from the decision
 function. :class:`ProbeResult` reports the best layer by accuracy with its accuracy and AUROC, and the maximum
 AUROC over layers.
 
@@ -256,10 +257,10 @@ def linear_probe(
     test_size: float = 0.2,
     C: float = 1.0,
     max_iter: int = 500,
-    scaler: bool = True,
+    scaler: bool = False,
 ) -> LayerProbe:
-    """Fit an l2 logistic regression (standardised features; ``scaler=False``: raw hidden states, the paper
-    states no scaling) on a seeded split; test accuracy and AUROC.
+    """Fit an l2 logistic regression on raw hidden states (the paper's probes: no scaling; ``scaler=True``
+    standardises the features on the training part first) on a seeded split; test accuracy and AUROC.
 
     ``split="token"``: stratified by label; ``"sequence"``: whole sequences (``groups``) on one side. The split is
     a function of ``seed`` and the rows only, so every layer of a :class:`FeatureSet` gets the same split.

@@ -21,8 +21,9 @@ read from ``model.nfe``: one per decode / scoring / drain pass exactly as for th
 recomputes the prefix inside each pass (no KV cache; the logits are the same, since under block-causal attention
 the prefix never sees the current block). dllm's loop instead spends one extra pass per block filling its KV
 cache (``out_prefix = self.model(x_prefix, ...)``) and then runs each step on the block's columns only: its
-count is dlmeval's NFE plus the number of blocks, and its passes are narrower. Care reports the former, the
-passes that decide tokens; ``block_nfe_dllm(res)`` gives the latter for comparison.
+count is dlmeval's NFE plus the number of blocks when the blocks divide the steps (dllm gives every block
+``ceil(steps / blocks)`` steps), and its passes are narrower. Care reports the former, the passes that decide
+tokens; ``block_nfe_dllm(config)`` gives the latter, counted as dllm's loop runs it, for comparison.
 """
 
 from __future__ import annotations
@@ -104,9 +105,50 @@ class BlockDiffusionSampler(_sampler_cls()):
         self.block_causal = block
 
 
-def block_nfe_dllm(nfe: int, config: SamplerConfig) -> int:
-    """dllm's own count for the same sample: dlmeval's ``nfe`` plus one KV-cache prefix pass per block."""
-    return int(nfe) + config.n_blocks
+def dllm_transfer_counts(masked: int, steps: int) -> list[int]:
+    """dllm's ``get_num_transfer_tokens`` under its linear scheduler, deterministic: at step ``j`` of ``steps``,
+    ``round(remaining * (1 - s / t))`` tokens with ``s = (steps - j - 1) / steps``, ``t = (steps - j) / steps``,
+    the ratio in float32 as dllm's scheduler computes it (``(1 - alpha(s)) / (1 - alpha(t))``, alpha = 1 - x),
+    the product in float64 and rounded half to even (``torch.round``); steps that transfer nothing are dropped
+    (dllm skips them: no forward pass)."""
+    import numpy as np
+
+    one = np.float32(1.0)
+    left, out = masked, []
+    for j in range(steps):
+        s32, t32 = np.float32((steps - j - 1) / steps), np.float32((steps - j) / steps)
+        ratio = (one - (one - s32)) / (one - (one - t32))
+        n = min(int(np.round(np.float64(left) * (1.0 - float(ratio)))), left)
+        left -= n
+        if n > 0:
+            out.append(n)
+        if left == 0:
+            break
+    return out
+
+
+def block_nfe_dllm(config: SamplerConfig) -> int:
+    """dllm's own count of forward passes for ``config`` (no EOS stop), as its BD3LM loop runs them: every block
+    gets ``ceil(steps / blocks)`` steps (not dlmeval's ``steps // blocks`` plus the remainder on the first
+    blocks), one KV-cache prefix pass, then one pass per step that transfers tokens (dllm's schedule, steps with
+    none dropped); a strategy that re-masks (not in dllm) is replayed under the same per-block step count by
+    dlmeval's rules. Equals dlmeval's NFE plus the number of blocks whenever the blocks divide the steps."""
+    from dlmeval.sampling.config import _paper_block, _refill_block, _strategy_traits
+
+    length, block = config.length, config.block
+    nb = -(-length // block)
+    per_block = -(-int(config.steps) // nb)
+    remasks, scoring = _strategy_traits(config.strategy)
+    total = 0
+    for b in range(nb):
+        width = min(block, length - b * block)
+        if remasks:
+            replay = _paper_block if config.accounting == "paper" else _refill_block
+            passes = replay(width, per_block, remasks, scoring, config.remask_fraction, False)
+        else:
+            passes = len(dllm_transfer_counts(width, per_block))
+        total += 1 + passes
+    return total
 
 
 def make_sampler(model: DiffusionLM, config: SamplerConfig | None = None, **overrides: Any):

@@ -93,10 +93,11 @@ def chat_formatter(model: Any) -> Callable[[str], str]:
     if not getattr(model, "has_chat_template", False):
         return lambda user: user
     tok = model.tokenizer
+    extra = dict(getattr(model, "chat_kwargs", {}) or {})  # the family's template variables (enable_thinking)
 
     def apply(user: str) -> str:
         return tok.apply_chat_template(
-            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, **extra
         )
 
     return apply

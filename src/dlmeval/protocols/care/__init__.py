@@ -22,8 +22,9 @@ minus the other models, so adding a model later leaves the finished runs as they
    acceptance, then on the accepted texts PPL by the external AR evaluator, MAUVE against human reference texts of
    the same source, Self-BLEU and Distinct-3; actual NFE and re-masks per sample from the sampler;
 4. downstream (optional): HumanEval pass@1 (completions run in :mod:`dlmeval.sandbox`), GSM8K exact match
-   (:func:`dlmeval.tasks.extract_gsm8k_answer`), and ARC-Challenge by log-likelihood (DiffScore conditional),
-   which no sampling setting can change: the sanity check;
+   (:func:`dlmeval.tasks.extract_gsm8k_answer`), and log-likelihood checks (DiffScore conditional) which no
+   sampling setting can change: HellaSwag and BBH (the paper's Section 4.6 sanity checks, with GSM8K) and
+   ARC-Challenge (a dlmeval addition);
 5. tables (:mod:`dlmeval.protocols.care.tables`) from the stored cell records only, put on the model's run.
 
 Finally a ``care-sweep`` run (config = the whole spec, models = every model's identity) receives the tables over all

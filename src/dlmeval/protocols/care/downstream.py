@@ -1,7 +1,7 @@
 """The downstream checks of a Care sweep, as units of the run loop (:mod:`.loop`): HumanEval pass@1 (completions
 run in :mod:`dlmeval.sandbox`) and GSM8K exact match (lm-evaluation-harness's prompt and strict match) per
-downstream cell, and ARC-Challenge by log-likelihood (DiffScore conditional), which no sampling setting can
-change: the sanity check."""
+downstream cell, and the log-likelihood checks (DiffScore conditional), which no sampling setting can change:
+HellaSwag and BBH (the paper's Section 4.6 sanity checks, with GSM8K) and ARC-Challenge (a dlmeval addition)."""
 
 from __future__ import annotations
 

@@ -94,6 +94,7 @@ def run_leaderboard(
     order = {r.label: i for i, r in enumerate(spec.rows)}
     table = pd.DataFrame(rows).sort_values("model", key=lambda s: s.map(order)).reset_index(drop=True)
     table["care_run"] = table["model"].map(runs)
+    table["data"] = data_source_line(spec)
     run = store.open_run(
         RUN_KIND, spec.config(), identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )
@@ -131,7 +132,9 @@ def _diffusion_row(
         "ppl_strategy": _first(lb, f"ppl_{strat}"),
         "mauve_strategy": _first(lb, f"mauve_{strat}"),
         "gap": _first(lb, "gap"),
+        "gap_se": _first(lb, "gap_se"),
         "humaneval_pass1": _first(lb, "humaneval_pass1"),
+        "humaneval_cell": _first(lb, "humaneval_cell"),
         "nfe_none": nfe(base),
         "nfe_strategy": nfe(strat),
         # where the HumanEval code ran, when it ran (an unsafe run is marked in the paper table too)
@@ -218,6 +221,31 @@ def _ar_row(spec, r: Row, shared, device, dtype, allow_download, data_dir, say):
 
 
 # ------------------------------------------------------------------------------------------------ table
+def data_source_line(spec: LeaderboardSpec) -> str:
+    """Where the prompts and MAUVE references came from (every table says which source it used)."""
+    base = spec.care_base()
+    src = base.generation.sources[0]
+    return f"{src}: {base.corpus(src).describe()}"
+
+
+def published_comparison(spec: LeaderboardSpec, table: pd.DataFrame):
+    """The paper's value of every cell beside the measured one (:mod:`dlmeval.protocols.published`)."""
+    from dlmeval.protocols.published import compare
+
+    return compare(spec.published(), {"leaderboard_rows": table})
+
+
+def report_markdown(spec: LeaderboardSpec, table: pd.DataFrame) -> str:
+    """The table in the paper's shape, its data source, then measured vs published per cell."""
+    from dlmeval.protocols.published import markdown
+
+    parts = [paper_table_markdown(table), "", f"Prompts and MAUVE references: {data_source_line(spec)}"]
+    cells = published_comparison(spec, table)
+    if cells:
+        parts += ["", "Measured vs published (Table 21; HE as a fraction):", "", markdown(cells)]
+    return "\n".join(parts)
+
+
 PAPER_COLUMNS = (
     ("tier", "Tier"),
     ("model", "Model"),
@@ -277,6 +305,8 @@ __all__ = [
     "load_leaderboard",
     "paper_table_markdown",
     "parse_leaderboard",
+    "published_comparison",
+    "report_markdown",
     "plan_rows",
     "row_nfe",
     "run_leaderboard",

@@ -52,8 +52,25 @@ from dlmeval.protocols.spec_io import as_float, as_int, as_list, as_str, as_tabl
 RUN_KIND = "care-leaderboard"
 SHIPPED = ("care-leaderboard", "care-leaderboard-tiny")
 TIERS = (1, 2, "reference")
-ROW_KEYS = {"label", "model", "tier", "scale", "temperature", "strategy", "softmask", "kind", "top_p"}
-BOARD_KEYS = {"steps", "temperature", "baseline", "strategy", "seeds", "remask_fraction", "downstream"}
+#: the keys a row's ``alternative`` may set (the other reading of a row the paper leaves open)
+READING_KEYS = {"baseline", "strategy", "temperature", "seeds", "alg_temp", "reading"}
+ROW_KEYS = {
+    "label", "model", "tier", "scale", "temperature", "strategy", "softmask", "kind", "top_p",
+    "baseline", "seeds", "alg_temp", "reading", "alternative", "published",
+}  # fmt: skip
+BOARD_KEYS = {
+    "steps",
+    "temperature",
+    "baseline",
+    "strategy",
+    "seeds",
+    "remask_fraction",
+    "downstream",
+    "reading",
+}
+READINGS = ("paper", "alternative")
+#: where the leaderboard's published values come from
+PAPER_TABLE = "Table 21"
 #: forward passes of the AR row per generated token (one pass per token over a KV cache)
 AR_NFE_PER_TOKEN = 1
 
@@ -69,6 +86,23 @@ class Row:
     strategy: str | None = None
     top_p: float = 1.0
     softmask: dict | None = None
+    baseline: str | None = None  # the row's own baseline (Dream-7B-Base: Dream's ``origin``)
+    seeds: tuple[int, ...] | None = None  # the row's own seeds (Table 15's cells: one seed)
+    alg_temp: float | None = None  # Dream's position temperature for this row
+    reading: str = ""  # which cells of the paper the row reproduces (printed by the plan and the table)
+    alternative: dict | None = None  # the other reading (READING_KEYS), run with [leaderboard] reading
+    published: dict | None = None  # the paper's values of the row's cells (column -> value)
+
+    def signature(self) -> dict[str, Any]:
+        """The row as it decides numbers: the fields of a plain row only (new keys enter where set, so an
+        existing leaderboard keeps its run id); ``reading`` / ``published`` decide nothing."""
+        d = dataclasses.asdict(self)
+        for k in ("reading", "published", "alternative"):
+            d.pop(k)
+        for k in ("baseline", "seeds", "alg_temp"):
+            if d[k] is None:
+                d.pop(k)
+        return d
 
 
 @dataclass(frozen=True)
@@ -84,6 +118,7 @@ class LeaderboardSpec:
     downstream: dict
     rows: tuple[Row, ...]
     path: str | None = None
+    reading: str = "paper"  # "alternative": every row with an ``alternative`` runs that reading instead
 
     @property
     def evaluator(self) -> str:
@@ -92,27 +127,44 @@ class LeaderboardSpec:
     def row_strategy(self, row: Row) -> str:
         return row.strategy or self.strategy
 
+    def row_baseline(self, row: Row) -> str:
+        return row.baseline or self.baseline
+
     def row_temperature(self, row: Row) -> float:
         return self.temperature if row.temperature is None else row.temperature
 
+    def row_seeds(self, row: Row) -> tuple[int, ...]:
+        return self.seeds if row.seeds is None else row.seeds
+
     def care_spec(self, row: Row) -> CareSpec:
         """The Care spec of one diffusion row (validated as any Care spec)."""
-        strat, t = self.row_strategy(row), self.row_temperature(row)
+        strat, t, base = self.row_strategy(row), self.row_temperature(row), self.row_baseline(row)
         raw = {k: v for k, v in self.raw.items() if k not in ("kind",)}
         raw["name"] = f"{self.name}/{row.label}"
         raw["models"] = {**raw.get("models", {}), "diffusion": [row.model]}
+        if row.alg_temp is not None:
+            raw["models"][row.model] = {"alg_temp": row.alg_temp}
         raw["sweep"] = {
-            "strategies": [self.baseline, strat],
+            "strategies": [base, strat],
             "steps": [self.steps],
             "temperatures": [t],
-            "seeds": list(self.seeds),
+            "seeds": list(self.row_seeds(row)),
             "remask_fraction": self.remask_fraction,
         }
-        raw["headline"] = {**raw.get("headline", {}), "baseline": self.baseline, "strategy": strat}
+        raw["headline"] = {**raw.get("headline", {}), "baseline": base, "strategy": strat}
         raw["headline"].update(steps=self.steps, temperature=t)
         if self.downstream:
-            raw["downstream"] = {"strategies": [self.baseline], "steps": [self.steps], **self.downstream}
+            raw["downstream"] = {"strategies": [base], "steps": [self.steps], **self.downstream}
         return parse_spec(raw, path=self.path, name=raw["name"])
+
+    def published(self):
+        """The paper's value of every cell the leaderboard fills (:mod:`dlmeval.protocols.published`)."""
+        from dlmeval.protocols.published import row_entries
+
+        out = []
+        for r in self.rows:
+            out += row_entries(r.label, r.published, PAPER_TABLE, "leaderboard_rows")
+        return tuple(out)
 
     def care_base(self) -> CareSpec:
         """A Care spec with the shared settings (generation, metrics, evaluator) for the AR row and the plan."""
@@ -122,6 +174,8 @@ class LeaderboardSpec:
         d = dataclasses.asdict(self)
         d.pop("path")
         d.pop("name")
+        d.pop("reading")  # the rows as read hold the reading in force
+        d["rows"] = [r.signature() for r in self.rows]
         return d  # the batch size stays: it decides which rows share a forward pass (CareSpec.config)
 
 
@@ -149,11 +203,26 @@ def _row(v: Any, at: str) -> Row:
 
         SoftMask(**as_table(sm, f"{at}.softmask", {"k", "rule", "omega_s", "omega_a", "omega_b"}))
         sm = dict(sm)
+    from dlmeval.sampling import STRATEGIES
+
     strategy = t.get("strategy")
     if strategy is not None:
-        from dlmeval.sampling import STRATEGIES
-
         strategy = as_str(strategy, f"{at}.strategy", tuple(STRATEGIES))
+    baseline = t.get("baseline")
+    if baseline is not None:
+        baseline = as_str(baseline, f"{at}.baseline", tuple(STRATEGIES))
+    seeds = t.get("seeds")
+    if seeds is not None:
+        seeds = as_list(seeds, f"{at}.seeds", lambda v, a: as_int(v, a, minimum=0))
+    alg_temp = None if t.get("alg_temp") is None else as_float(t["alg_temp"], f"{at}.alg_temp", lo=0.0)
+    alt = t.get("alternative")
+    if alt is not None:
+        alt = dict(as_table(alt, f"{at}.alternative", READING_KEYS))
+    pub = t.get("published")
+    if pub is not None:
+        pub = dict(as_table(pub, f"{at}.published", None))
+        for k, v in pub.items():
+            as_float(v, f"{at}.published.{k}")
     return Row(
         label=as_str(t["label"], f"{at}.label"),
         model=as_str(t["model"], f"{at}.model"),
@@ -166,7 +235,27 @@ def _row(v: Any, at: str) -> Row:
         strategy=strategy,
         top_p=as_float(t.get("top_p", 1.0), f"{at}.top_p", lo=1e-6, hi=1.0),
         softmask=sm,
+        baseline=baseline,
+        seeds=seeds,
+        alg_temp=alg_temp,
+        reading=as_str(t["reading"], f"{at}.reading") if "reading" in t else "",
+        alternative=alt,
+        published=pub,
     )
+
+
+def _reading(row: Row, at: str) -> Row:
+    """``row`` under its alternative reading (the keys it sets replace the row's; unset ones return to the
+    leaderboard's)."""
+    alt = row.alternative
+    if not alt:
+        return row
+    t = {k: v for k, v in dataclasses.asdict(row).items() if k not in ("alternative",)}
+    for k in ("baseline", "strategy", "temperature", "seeds", "alg_temp"):
+        t[k] = alt.get(k)
+    t["reading"] = alt.get("reading", "the alternative reading")
+    t["published"] = None  # the published cells belong to the paper's reading
+    return _row({k: v for k, v in t.items() if v is not None}, f"{at}.alternative")
 
 
 def parse_leaderboard(raw: dict, *, path: str | None = None, name: str | None = None) -> LeaderboardSpec:
@@ -180,6 +269,9 @@ def parse_leaderboard(raw: dict, *, path: str | None = None, name: str | None = 
     if not isinstance(rows_raw, list) or not rows_raw:
         raise InputError("spec: a leaderboard needs [[rows]] (label, model, tier)")
     rows = tuple(_row(r, f"rows[{i}]") for i, r in enumerate(rows_raw))
+    reading = as_str(board.get("reading", "paper"), "leaderboard.reading", READINGS)
+    if reading == "alternative":
+        rows = tuple(_reading(r, f"rows[{i}]") for i, r in enumerate(rows))
     labels = [r.label for r in rows]
     if len(set(labels)) != len(labels):
         raise InputError("spec: rows[].label must be unique")
@@ -202,6 +294,7 @@ def parse_leaderboard(raw: dict, *, path: str | None = None, name: str | None = 
         downstream=dict(as_table(board.get("downstream", {}), "leaderboard.downstream", None)),
         rows=rows,
         path=path,
+        reading=reading,
     )
     for r in rows:  # every diffusion row's Care spec must be valid before anything runs
         if r.kind == "diffusion":
@@ -246,10 +339,33 @@ def row_nfe(spec: LeaderboardSpec, row: Row, strategy: str) -> int:
     )
 
 
+def humaneval_cell(spec: LeaderboardSpec, row: Row) -> str | None:
+    """The HE column's cell of a diffusion row, in the paper's words (Table 11's ``none*`` at a matched NFE is
+    ``none*``; a nominal-steps cell is ``none@steps``), with temperature, seeds and generation length."""
+    care = spec.care_spec(row)
+    d = care.downstream
+    if not d.humaneval.n:
+        return None
+    base = spec.row_baseline(row)
+    t = min(d.temperatures)
+    seeds = ",".join(map(str, d.seeds))
+    lengths = "/".join(map(str, d.humaneval.lengths))
+    if d.nfe:
+        where = f"{base}* at NFE {max(d.nfe)} (compute-matched)"
+    else:
+        where = f"{base}@{max(d.steps)} steps"
+    n_seeds = len(d.seeds)
+    return (
+        f"{where}, t={t:g}, {n_seeds} seed{'s' if n_seeds != 1 else ''} ({seeds}), n={d.humaneval.n}, "
+        f"gen {lengths} tokens"
+    )
+
+
 def plan_rows(spec: LeaderboardSpec) -> list[dict[str, Any]]:
     out = []
     for r in spec.rows:
-        strat = spec.row_strategy(r)
+        strat, base = spec.row_strategy(r), spec.row_baseline(r)
+        pub = dict(r.published or {})
         if r.kind == "ar":
             out.append(
                 {
@@ -258,21 +374,32 @@ def plan_rows(spec: LeaderboardSpec) -> list[dict[str, Any]]:
                     "spec": r.model,
                     "sampler": f"nucleus p={r.top_p:g}",
                     "temperature": 1.0,
+                    "seeds": list(spec.seeds),
                     "nfe_baseline": row_nfe(spec, r, "ar"),
                     "nfe_strategy": None,
+                    "humaneval": None,
+                    "reading": r.reading,
+                    "published": pub,
                 }
             )
             continue
+        sampler = f"{base} / {strat} @ {spec.steps} steps" + (" + soft-mask" if r.softmask else "")
+        if r.alg_temp is not None:
+            sampler += f", alg_temp {r.alg_temp:g}"
         out.append(
             {
                 "tier": r.tier,
                 "model": r.label,
                 "spec": r.model,
-                "sampler": f"{spec.baseline} / {strat} @ {spec.steps} steps"
-                + (" + soft-mask" if r.softmask else ""),
+                "sampler": sampler,
                 "temperature": spec.row_temperature(r),
-                "nfe_baseline": row_nfe(spec, r, spec.baseline),
+                "seeds": list(spec.row_seeds(r)),
+                "nfe_baseline": row_nfe(spec, r, base),
                 "nfe_strategy": row_nfe(spec, r, strat),
+                "humaneval": humaneval_cell(spec, r),
+                "reading": r.reading,
+                "alternative": None if r.alternative is None else dict(r.alternative),
+                "published": pub,
             }
         )
     return out

@@ -25,6 +25,7 @@ def _where(src) -> str:
 def data_rows(spec: CareSpec) -> list[dict[str, Any]]:
     """One row per corpus and downstream task the spec reads: where from."""
     from dlmeval.data.rows import HUB
+    from dlmeval.protocols.care.spec import CORPORA, STANDS_IN_FOR
 
     rows = []
     for s in spec.generation.sources:
@@ -32,8 +33,12 @@ def data_rows(spec: CareSpec) -> list[dict[str, Any]]:
         where = _where(c)
         if c.source is not None:
             default = HUB.get(s, (None, None, "the only split"))[2]
-            where += ("" if c.split else f" (split: {default} or the only one)") + (
-                f", first {c.limit} rows" if c.limit else ""
+            where = c.describe() + ("" if c.split else f" (split: {default} or the only one)")
+        elif s in STANDS_IN_FOR:
+            paper = STANDS_IN_FOR[s]
+            where += (
+                f' (offline default) for {paper}: the paper\'s corpus is sources = ["{paper}"] with '
+                f"--allow-download: {CORPORA[paper].describe()}"
             )
         rows.append({"data": f"corpus {s}", "style": c.style, "field": c.field, "from": where})
     d = spec.downstream
@@ -121,7 +126,14 @@ def readings(spec: CareSpec) -> dict[str, str]:
 
 def plan_extras(spec: CareSpec) -> dict[str, Any]:
     """The plan's data, downstream and readings sections, for the CLI payload."""
-    return {"data": data_rows(spec), "downstream": downstream_rows(spec), "readings": readings(spec)}
+    from dlmeval.protocols.published import plan_records
+
+    return {
+        "data": data_rows(spec),
+        "downstream": downstream_rows(spec),
+        "readings": readings(spec),
+        "published": plan_records(spec.published),
+    }
 
 
 def plan_lines(extras: dict[str, Any]) -> list[str]:
@@ -143,6 +155,11 @@ def plan_lines(extras: dict[str, Any]) -> list[str]:
                 )
     lines.append("readings:")
     lines += [f"  {k}: {v}" for k, v in extras["readings"].items()]
+    if extras.get("published"):
+        from dlmeval.protocols.published import parse_entries
+        from dlmeval.protocols.published import plan_lines as published_lines
+
+        lines += published_lines(parse_entries(extras["published"]))
     return lines
 
 

@@ -68,7 +68,7 @@ def _corpus_rows(corpus, name: str, allow_download: bool, stamp: tuple) -> tuple
 
     rows = read_source(
         name, corpus.data_source(), allow_download=allow_download, columns=[corpus.field], limit=corpus.limit,
-        what=f"corpora.{name}",
+        sample=corpus.sample, sample_seed=corpus.sample_seed, what=f"corpora.{name}",
     )  # fmt: skip
     texts = []
     for i, r in enumerate(rows):

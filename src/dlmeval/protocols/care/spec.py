@@ -168,7 +168,9 @@ _opt_str = str_check()
 class CorpusSpec:
     """``[corpora.<name>]``: where a corpus's texts come from. ``source`` None: the shipped stand-in of a
     built-in name (webtext, lm1b). ``style``: ``documents`` (a prompt is one text cut at the prefix length;
-    OpenWebText) or ``sentences`` (consecutive texts joined until long enough; LM1B). ``limit``: rows read."""
+    OpenWebText) or ``sentences`` (consecutive texts joined until long enough; LM1B). ``limit``: rows read.
+    ``sample`` / ``sample_seed``: a fixed held-out slice of ``sample`` documents chosen by index with that seed
+    (:func:`dlmeval.data.hub.sample_indices`; OpenWebText has only a train split), recorded in the run."""
 
     source: str | None = spec_field(None, _opt_str)
     split: str | None = spec_field(None, _opt_str)
@@ -176,6 +178,26 @@ class CorpusSpec:
     field: str = spec_field("text", _opt_str)
     style: str = spec_field("documents", str_check(STYLES))
     limit: int | None = spec_field(None, int_check(2))
+    sample: int | None = spec_field(None, int_check(2))
+    sample_seed: int = spec_field(0, int_check(0))
+
+    def describe(self) -> str:
+        """Where the texts come from, one line (the plan and every table's source note)."""
+        if self.source is None:
+            return "shipped stand-in"
+        out = (
+            self.source
+            + (f" [{self.config}]" if self.config else "")
+            + (f" split {self.split}" if self.split else "")
+        )
+        if self.limit:
+            out += f", first {self.limit} rows"
+        if self.sample:
+            out += (
+                f", held-out slice: {self.sample} documents drawn by index with seed {self.sample_seed} "
+                "(sorted numpy default_rng(seed).choice(rows, n, replace=False))"
+            )
+        return out
 
     def data_source(self):
         from dlmeval.data.rows import DataSource
@@ -187,10 +209,14 @@ class CorpusSpec:
 CORPORA: dict[str, CorpusSpec] = {
     "webtext": CorpusSpec(style="documents"),
     "lm1b": CorpusSpec(style="sentences"),
+    # OpenWebText has only a train split: the paper's corpus is a fixed held-out slice of it, 10,000 documents
+    # drawn by index with seed 0 (first half: prompts; second half: MAUVE references)
     "openwebtext": CorpusSpec(
-        source="Skylion007/openwebtext", split="train", style="documents", limit=100_000
+        source="Skylion007/openwebtext", split="train", style="documents", sample=10_000, sample_seed=0
     ),
 }
+#: the corpus of the paper a shipped stand-in takes the place of (named by the plan and the tables)
+STANDS_IN_FOR = {"webtext": "openwebtext"}
 
 
 @dataclass(frozen=True)
@@ -387,6 +413,8 @@ class CareSpec:
     #: ``[models."<spec>"]`` tables: per-model sampler settings (:mod:`dlmeval.protocols.model_overrides`)
     overrides: tuple[tuple[str, ModelOverride], ...] = ()
     corpora: tuple[tuple[str, CorpusSpec], ...] = ()  # [corpora.<name>] tables as written
+    #: the paper's values of the cells the spec fills (:mod:`dlmeval.protocols.published`); decide no number
+    published: tuple = field(default=(), compare=False)
     path: str | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ derived
@@ -424,12 +452,18 @@ class CareSpec:
         d.pop("path")
         d.pop("name")
         d.pop("overrides")
+        d.pop("published")
         # the records' version: 2 since the cells record ``mauve_n`` and a cell's PPL moved in the 8th digit when
         # the model-family registry, the hub data layer and the work loop landed together, so a store written
         # before is never resumed into the new numbers
         d["records"] = 2
         if not self.corpora:
             d.pop("corpora")  # the signature of a spec without corpora tables stays what it was
+        else:
+            for c in d["corpora"]:  # a corpus without a held-out slice keeps its signature
+                if c[1]["sample"] is None:
+                    c[1].pop("sample")
+                    c[1].pop("sample_seed")
         for k in ("resample_prompts",):
             if not d["generation"][k]:
                 d["generation"].pop(k)
@@ -473,7 +507,9 @@ TABLES = (
 # ------------------------------------------------------------------------------------------------ parsing
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> CareSpec:
     """A :class:`CareSpec` from the parsed TOML/YAML mapping (validated; see the module docstring)."""
-    top = as_table(raw, "", {"name", "seed", "preset", "models", *TABLES})
+    from dlmeval.protocols.published import parse_entries
+
+    top = as_table(raw, "", {"name", "seed", "preset", "models", "published", *TABLES})
     head = read_fields(CareSpec, top, "", ("name", "seed", "preset"), defaults={"name": name or "care"})
     models_raw = as_table(top.get("models"), "models", None)
     own = {f.name for f in dataclasses.fields(ModelsSpec)}
@@ -543,6 +579,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         downstream=downstream,
         overrides=overrides,
         corpora=corpora,
+        published=parse_entries(top.get("published")),
         path=path,
     )
     for src in gen.sources:

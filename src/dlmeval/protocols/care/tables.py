@@ -20,7 +20,7 @@ headline           the headline gap with its 10k-resample bootstrap CI        Se
 dose_response      MAUVE / PPL / Distinct-3 / remasks across remask fractions Table 9
 acceptance         English-filter acceptance rate (%)                         Tables 19/20
 downstream         HumanEval pass@1, GSM8K exact match per configuration      Tables 11/18
-arc                ARC-Challenge log-likelihood accuracy (sampling-invariant) Section 4.6
+arc                log-likelihood accuracy: HellaSwag, BBH (+ ARC, ours)     Section 4.6
 leaderboard        per model: baseline and strategy MAUVE/PPL, the gap        Table 12/21
 =================  =========================================================  =============
 
@@ -73,6 +73,7 @@ TABLE_ORDER = (
     "downstream",
     "arc",
     "leaderboard",
+    "published",
 )
 TITLES = {
     "nfe": "Actual NFE per sample at nominal steps (Table 3)",
@@ -86,8 +87,9 @@ TITLES = {
     "dose_response": "Remask-fraction dose-response (Table 9)",
     "acceptance": "English-filter acceptance rate, % (Tables 19/20)",
     "downstream": "Downstream generation tasks: HumanEval pass@1, GSM8K exact match (Tables 11/18)",
-    "arc": "ARC-Challenge log-likelihood accuracy: sampling-invariant sanity check",
+    "arc": "Log-likelihood accuracy, sampling-invariant: HellaSwag and BBH (the paper's Section 4.6 checks), ARC (ours)",
     "leaderboard": "Care leaderboard: interaction gap per model (Tables 12/21)",
+    "published": "Measured vs published: every cell the spec carries a paper value for (diff in seed SEs)",
 }
 
 
@@ -343,7 +345,23 @@ def all_tables(cells: pd.DataFrame, down: pd.DataFrame, spec: CareSpec) -> dict[
         "arc": table_arc(down),
         "leaderboard": table_leaderboard(cells, down, spec),
     }
-    return {k: v for k, v in tables.items() if len(v)}
+    tables = {k: v for k, v in tables.items() if len(v)}
+    if spec.published:
+        tables["published"] = table_published(tables, spec)
+    return tables
+
+
+def table_published(tables: dict[str, pd.DataFrame], spec: CareSpec) -> pd.DataFrame:
+    """The paper's value of every cell the spec carries one for, beside the measured one; a row that names no
+    ``source`` is read from the spec's first source (the main tables' corpus), and the column ``data`` says
+    where that corpus came from."""
+    from dlmeval.protocols.published import compare, frame
+
+    src = spec.generation.sources[0] if spec.generation.sources else None
+    out = frame(compare(spec.published, tables, defaults={"source": src} if src else None))
+    if src is not None:
+        out["data"] = f"{src}: {spec.corpus(src).describe()}"
+    return out
 
 
 __all__ = [
@@ -368,5 +386,6 @@ __all__ = [
     "table_leaderboard",
     "table_mauve_temperature",
     "table_nfe",
+    "table_published",
     "table_quality",
 ]

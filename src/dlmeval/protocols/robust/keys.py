@@ -129,7 +129,7 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
 def spec_config(spec: RobustSpec) -> dict[str, Any]:
     """Everything that decides a number of the spec's tables (the ``robust-spec`` run's signature)."""
     d = dataclasses.asdict(spec)
-    for k in ("path", "name"):
+    for k in ("path", "name", "published"):
         d.pop(k)
     for k in ONLY_WHEN_SET:  # the batch sizes stay: they decide the records' last bits (model_config)
         if d["dlm"].get(k) is None:

@@ -29,6 +29,7 @@ TABLE_ORDER = (
     "trajectory",
     "attention",
     "recipe",
+    "published",
     "runs",
 )
 TITLES = {
@@ -51,6 +52,7 @@ TITLES = {
     "trajectory": "Denoising-trajectory divergence, clean vs perturbed prompt (DLMs; Fig. 8A)",
     "attention": "Attention on corrupted tokens over the uniform baseline (AR models; Fig. 8B)",
     "recipe": "Decoding recipe per pair, model and task (the paper's Table 6 as run)",
+    "published": "Measured vs published: every cell the spec carries a paper value for",
     "runs": "Store runs",
 }
 
@@ -75,6 +77,24 @@ def markdown(name: str, df: pd.DataFrame) -> str:
     title = TITLES.get(name, name)
     if df is None or df.empty:
         return f"### {title}\n\n(no rows)\n"
+    if name == "published":
+        from dlmeval.protocols.published import Cell
+        from dlmeval.protocols.published import markdown as published_markdown
+
+        cells = [
+            Cell(
+                r["paper"],
+                r["table"],
+                r["row"],
+                r["column"],
+                r["published"],
+                r["measured"],
+                r["se"],
+                r["note"],
+            )
+            for r in df.to_dict("records")
+        ]
+        return f"### {title}\n\n{published_markdown(cells)}\n"
     view = df.copy()
     if name == "reliability":
         view = view[view["count"] > 0]

@@ -10,6 +10,8 @@ from dlmeval.protocols.robust.probes import Probe, register_probe, unavailable
 from dlmeval.seeding import derive_seed
 
 BUILD = ("n_layers", "layers", "balance", "batch_size")
+#: the probes' feature scaling by default: none, as the paper's probes (``[probes] scaler = true``: StandardScaler)
+SCALER = False
 
 
 @register_probe
@@ -18,13 +20,13 @@ class LinearProbe(Probe):
     title = "Linear probes: corrupted vs clean tokens from hidden states"
     #: ``layers``: a list of hidden-state indices, or "paper" ({0, 2, ..., 30, 31}: PAPER_LAYERS); default
     #: ``n_layers`` evenly spaced states. ``scaler``: standardise features before the logistic regression
-    #: (default true; the paper states none)
+    #: (default false: the paper's probes use none)
     options = ("n_layers", "layers", "split", "balance", "batch_size", "scaler")
 
     @classmethod
     def validate(cls, spec, where):
         opts = spec.kwargs()
-        if not isinstance(opts.get("scaler", True), bool):
+        if not isinstance(opts.get("scaler", SCALER), bool):
             raise InputError(f"spec: {where}.scaler must be true or false")
         layers = opts.get("layers")
         if isinstance(layers, str) and layers != "paper":
@@ -51,7 +53,10 @@ class LinearProbe(Probe):
         seed = spec.perturbation_seeds[0]
         tasks = [(ctx.task(t), ctx.items(t)) for t in ctx.probe.tasks]
         jobs = [(task, its, cond) for task, its in tasks for cond in ctx.conditions()]
-        h = config_hash({**opts, "scope": spec.scope})[:12]
+        scaler = bool(opts.get("scaler", SCALER))
+        # the scaler in force is in the record keys (its default changed in #34: records of the old default are
+        # never read back as the new one's)
+        h = config_hash({**opts, "scaler": scaler, "scope": spec.scope})[:12]
         keys = [f"probes/{task.name}/{cond}/s{seed}/n{len(its)}/{h}" for task, its, cond in jobs]
 
         def compute(chunk) -> list[dict]:  # one probe (task, condition) per chunk: it reads all its sequences
@@ -69,7 +74,7 @@ class LinearProbe(Probe):
             )
             pr = probe_layers(
                 fs, seed=derive_seed(spec.seed, "robust-probe-split", task.name, cond), split=split,
-                scaler=bool(opts.get("scaler", True)),
+                scaler=scaler,
             )  # fmt: skip
             return [{"condition": cond, **pr.as_dict()}]
 

@@ -9,6 +9,39 @@ from typing import Any
 from dlmeval.protocols.robust.evaluate import clean_seeds, model_entries
 from dlmeval.protocols.robust.spec import RobustSpec
 
+#: the robustness paper's tables and figures each part of a run fills (dlmeval table -> the paper's)
+PAPER_TABLES: dict[str, str] = {
+    "summary": "Table 1 (clean accuracy, Acc_r, RDI, Adv.); Fig. 2",
+    "comparison": "Table 11 (paired bootstrap CI and Wilcoxon of the mean RDI advantage); Figs. 15 / 16",
+    "accuracy": "Figs. 3, 9, 10, 13 (accuracy vs rate); Figs. 11, 12, 14 (RDI heat maps); Table 12 (scope = question)",
+    "aurdi": "Table 9 (AURDI per perturbation type)",
+    "calibration": "Table 2 (clean-baseline ECE, mean confidence, AUROC); Figs. 4 / 5",
+    "calibration_ablation_mean": "Table 13 (confidence-definition ablation)",
+    "reliability": "Table 8 (calibration computation details: 15 bins)",
+    "ipm": "Tables 5 and 10, Fig. 17 (IPM variants; hyperparameters Table 7)",
+    "dgcg": "Table 3, Fig. 6 (D-GCG / AR-GCG)",
+    "probes": "Table 4, Fig. 7 (best-layer linear probes)",
+    "trajectory": "Fig. 8A (denoising-trajectory divergence)",
+    "attention": "Fig. 8B (AR attention on corrupted tokens)",
+    "recipe": "Table 6 (model hyperparameters as run)",
+}
+
+
+def paper_tables(spec: RobustSpec) -> list[dict[str, str]]:
+    """The parts of the run and the paper's tables / figures each fills (only the parts this spec runs)."""
+    parts = [
+        "summary",
+        "comparison",
+        "accuracy",
+        "aurdi",
+        "calibration",
+        "calibration_ablation_mean",
+        "reliability",
+    ]
+    parts += [name for name, p in spec.probes_ if p.enabled and name in PAPER_TABLES]
+    parts.append("recipe")
+    return [{"table": k, "paper": PAPER_TABLES[k]} for k in parts]
+
 
 def _opt(spec: RobustSpec, probe: str, key: str, default: Any) -> Any:
     return spec.probe(probe).kwargs().get(key, default)
@@ -60,9 +93,11 @@ def readings(spec: RobustSpec) -> dict[str, str]:
             )
         )
         out["probe_layers"] = f'{where} ([probes] layers = "paper" | [...] | n_layers = N)'
-        sc = _opt(spec, "probes", "scaler", True)
+        sc = _opt(spec, "probes", "scaler", False)
         out["probe_scaler"] = (
-            f"StandardScaler {'on' if sc else 'off'} ([probes] scaler = {str(not sc).lower()}; the paper states none)"
+            f"StandardScaler {'on' if sc else 'off'}"
+            + (" (the paper's probes: raw hidden states)" if not sc else " (the paper's probes use none)")
+            + f" ([probes] scaler = {str(not sc).lower()})"
         )
     if spec.ipm.enabled:
         td = _opt(spec, "ipm", "steps", 16)

@@ -161,12 +161,15 @@ class DLMResponder(Responder):
         rec = CommitRecorder(
             self.model, suppress_eos=s.eos_mode == "ban", top_k=self.spec.calibration.commit_top_k
         )
+        enc = getattr(self.model, "encode_chat", None)
+        if self.chat and enc is not None:  # chat-templated texts, encoded as the family's own code does
+            prompts = [enc(p) if isinstance(p, str) else p for p in prompts]
         res = RemaskingSampler(rec, self.sampler_config(task.name, seed)).sample(prompts, item_ids=item_ids)
         commit = rec.commit_logprobs(res)
         outputs, gens, commits, extra = [], [], [], []
         for b in range(len(prompts)):
             text = res.texts[b]
-            out = cut_at(text, task.stop)
+            out = cut_at(text, (*task.stop, *getattr(self.model, "answer_end", ())))
             ids = list(res.token_ids[b])
             k = judged_tokens(self.model.decode, ids, text, out)
             cm = commit[b]

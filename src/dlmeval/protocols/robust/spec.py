@@ -244,6 +244,8 @@ class RobustSpec:
     # the clean condition under a sampling DLM (Dream: tau = 0.2): "once" (seed None, the paper as read) or
     # "per_seed" (one clean pass per perturbation seed, its sampler seed derived from it; pooled in the tables)
     clean_seeds: str = "once"
+    #: the paper's values of the cells the spec fills (:mod:`dlmeval.protocols.published`); decide no number
+    published: tuple = field(default=(), compare=False)
     path: str | None = field(default=None, compare=False)
 
     def replace(self, **changes: Any) -> RobustSpec:
@@ -427,9 +429,15 @@ def _probe(name: str, raw: Any, tasks: Sequence[TaskSpec]) -> ProbeSpec:
 
 TOP_KEYS = {
     "name", "seed", "perturbation_seeds", "scope", "pairs", "conditions", "tasks",
-    "dlm", "ar", "likelihood", "calibration", "stats", "clean_seeds",
+    "dlm", "ar", "likelihood", "calibration", "stats", "clean_seeds", "published",
 }  # fmt: skip
 CLEAN_SEEDS = ("once", "per_seed")
+
+
+def _published(raw: Any) -> tuple:
+    from dlmeval.protocols.published import parse_entries
+
+    return parse_entries(raw)
 
 
 def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | None = None) -> RobustSpec:
@@ -464,6 +472,7 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
         calibration=read_dataclass(CalibrationSpec, top.get("calibration"), "calibration"),
         stats=read_dataclass(StatsSpec, top.get("stats"), "stats"),
         probes_=tuple((n, _probe(n, top.get(n), tasks)) for n in PROBES if n in top),
+        published=_published(top.get("published")),
         path=path,
     )
     for p in pairs:

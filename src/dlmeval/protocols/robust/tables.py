@@ -212,6 +212,10 @@ def all_tables(
         if rows:
             tables[name] = pd.DataFrame(rows)
     tables["recipe"] = recipe_table(spec)
+    if spec.published:
+        from dlmeval.protocols.published import compare, frame
+
+        tables["published"] = frame(compare(spec.published, tables))
     from dlmeval.protocols.robust.output import TABLE_ORDER
 
     return {k: tables[k] for k in [*TABLE_ORDER, *tables] if k in tables}
