@@ -36,6 +36,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "utilities"),
     ("leaderboard", "utilities"),
     ("demo", "utilities"),
+    ("lm_eval", "integrations"),
 )
 
 EPILOG = """\
@@ -44,6 +45,7 @@ pillars:
   sampling     care, sample               Care: compute-aware remasking sampler and protocol
   robustness   robust, perturb            perturbations, RDI/AURDI, calibration, IPM, D-GCG, probes
 utilities      train, models, check-model, runs, data, report, leaderboard, demo
+integrations   lm-eval                    lm-evaluation-harness with --model dlmeval (its arguments unchanged)
 
 Every result is printed with its run signature; runs are stored in SQLite (--store PATH, or DLMEVAL_STORE).
 """
@@ -86,9 +88,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: commands whose arguments belong to another program: everything after the command's name is passed unchanged
+PASSTHROUGH = ("lm-eval",)
+
+
+def _split_passthrough(
+    argv: list[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], list[str] | None]:
+    """``(dlmeval's arguments, the rest)`` when the command is a pass-through one (``dlmeval [OPTIONS] lm-eval
+    ARGS...``), else ``(argv, None)``. argparse cannot hand a sub-command arguments that look like options."""
+    takes_value = {
+        s for a in parser._actions if a.option_strings and a.nargs is None and a.const is None
+        for s in a.option_strings
+    }  # fmt: skip
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in takes_value else 1
+    if i < len(argv) and argv[i] in PASSTHROUGH:
+        return argv[: i + 1], argv[i + 1 :]
+    return argv, None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv, rest = _split_passthrough(argv, parser)
     args = parser.parse_args(argv)
+    if rest is not None:
+        args.passthrough_args = rest
     # offline by default: nothing below may reach a hub unless a command passes --allow-download
     if not getattr(args, "allow_download", False):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -12,9 +12,16 @@ registers the model with lm-eval's registry::
         tasks=["arc_challenge"],
     )
 
-or from the shell (the module's ``__main__`` registers the model, then runs lm-eval's own command line, 0.4.13: ``run``)::
+or from the shell: ``dlmeval lm-eval`` is lm-eval's own command line with the model registered, every argument
+passed unchanged (lm-eval 0.4.13 reads no plugin entry points, so plain ``lm_eval --model dlmeval`` cannot find it;
+``python -m dlmeval.integrations.lm_eval`` is the same command)::
 
-    python -m dlmeval.integrations.lm_eval run --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+    dlmeval lm-eval --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+    torchrun --nproc_per_node 8 -m dlmeval lm-eval --model dlmeval --model_args model=default --tasks gsm8k
+
+Under ``torchrun`` / ``accelerate launch`` each rank answers its share of the documents and rank 0 gathers
+(:mod:`dlmeval.integrations.lm_eval_dist`); ``group=doc`` (the default) batches requests within a document only,
+so the numbers equal one process's bit for bit (``group=all``: batches span documents, faster in one process).
 
 Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
 ``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
@@ -79,6 +86,8 @@ MODEL_NAME = "dlmeval"
 _log = logging.getLogger("dlmeval.lm_eval")
 #: what a task's own ``temperature`` generation argument does (model argument ``task_temperature``)
 TASK_TEMPERATURE = ("ignore", "use", "refuse")
+#: how requests are batched (model argument ``group``)
+GROUPS = ("doc", "all")
 #: the ``loglikelihood`` estimators (module doc)
 LL_ESTIMATORS = ("diffscore", "llada")
 
@@ -93,6 +102,17 @@ def _opt_int(v: Any) -> int | None:
     if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none")):
         return None
     return int(v)
+
+
+def _batch_size(v: Any) -> int:
+    """lm-eval's ``--batch_size``: a number, or ``auto`` / ``auto:N`` (no probing here: the scorer bounds its
+    forward batches by rows and tokens itself, so ``auto`` means the default of 16 requests)."""
+    if isinstance(v, str) and v.strip().lower().startswith("auto"):
+        return 16
+    try:
+        return max(1, int(v))
+    except (TypeError, ValueError):
+        raise InputError(f"batch_size={v!r}; give a positive integer or auto") from None
 
 
 def _request_id(*parts: Any) -> str:
@@ -128,6 +148,7 @@ class DlmevalLM(LM):
         mc_num: int | str = 128,
         mc_batch: int | str = 16,
         nfe_log: str | None = None,
+        group: str = "doc",
         lm=None,
         **unused: Any,
     ):
@@ -139,10 +160,14 @@ class DlmevalLM(LM):
         from dlmeval.models import load_diffusion
         from dlmeval.sampling import STRATEGIES
 
+        from .lm_eval_dist import join_group, lm_eval_device
+
+        self._par = join_group()
+        self._rank, self._world_size = self._par.rank, self._par.world_size
         if lm is None:
             lm = load_diffusion(
                 str(model),
-                device=device,
+                device=lm_eval_device(device, self._par),
                 dtype=dtype,
                 trust_remote_code=_bool(trust_remote_code),
                 allow_download=_bool(allow_download),
@@ -168,7 +193,15 @@ class DlmevalLM(LM):
         self.accounting = accounting
         self.warnings: list[str] = []
         self.seed = int(seed)
-        self._batch_size = max(1, int(batch_size))
+        self._batch_size = _batch_size(batch_size)
+        if group not in GROUPS:
+            raise InputError(
+                f"group={group!r}; choose one of {', '.join(GROUPS)} (doc: a batch never spans two documents, so "
+                "the numbers do not depend on how lm-eval splits documents over ranks; all: batches span documents)"
+            )
+        self.group = group
+        #: requests this process answered, by type (under torchrun: this rank's share)
+        self.request_counts: dict[str, int] = {}
         self.n_masks, self.n_rates = int(n_masks), int(n_rates)
         if ll_estimator not in LL_ESTIMATORS:
             raise InputError(
@@ -192,6 +225,78 @@ class DlmevalLM(LM):
     @property
     def device(self):
         return self.lm.device
+
+    # lm-eval's data-parallel contract: evaluate() builds this rank's share of the documents (rank / world_size)
+    # and gathers the per-document metrics on rank 0 through these collectives (gloo, JSON payloads)
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+    def all_gather(self, tensor):
+        from .lm_eval_dist import all_gather_tensor
+
+        return all_gather_tensor(self._par, tensor)
+
+    def gather_object(self, obj, dst: int = 0):
+        from .lm_eval_dist import gather_object
+
+        return gather_object(self._par, obj, dst)
+
+    def barrier(self) -> None:
+        self._par.barrier()
+
+    # chat templates (--apply_chat_template): the model's tokenizer's own template
+    @property
+    def tokenizer_name(self) -> str:
+        return str(getattr(self.lm.tokenizer, "name_or_path", self.lm.name)).replace("/", "__")
+
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        return getattr(self.lm.tokenizer, "chat_template", None) or ""
+
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
+        tok = self.lm.tokenizer
+        if not getattr(self.lm, "has_chat_template", False) or not getattr(tok, "chat_template", None):
+            raise InputError(
+                f"model {self.lm.name} has no chat template; run without --apply_chat_template (or choose a model "
+                "whose tokenizer has one)"
+            )
+        return tok.apply_chat_template(
+            chat_history,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=not add_generation_prompt,
+        )
+
+    def _groups(self, requests) -> list[list[int]]:
+        """Indices of ``requests`` batched together: with ``group=doc`` one list per document (lm-eval gives
+        every request its task and document), so a document's numbers never depend on which other documents share
+        its rank; ``group=all``: one list."""
+        self._count(requests)
+        if self.group == "all":
+            return [list(range(len(requests)))] if requests else []
+        out: dict[Any, list[int]] = {}
+        for i, r in enumerate(requests):
+            out.setdefault((getattr(r, "task_name", None), getattr(r, "doc_id", None)), []).append(i)
+        return list(out.values())
+
+    def _count(self, requests) -> None:
+        if not requests:
+            return
+        kind = requests[0].request_type
+        self.request_counts[kind] = self.request_counts.get(kind, 0) + len(requests)
+        _log.info(
+            "dlmeval lm-eval: rank %d of %d answers %d %s requests",
+            self._rank,
+            self._world_size,
+            len(requests),
+            kind,
+        )
 
     @property
     def nfe_total(self) -> int:
@@ -220,11 +325,18 @@ class DlmevalLM(LM):
 
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests) -> list[tuple[float, bool]]:
-        pairs = [tuple(r.args[:2]) for r in requests]
-        if not pairs:
-            return []
-        if self.ll_estimator == "llada":
-            return self._loglikelihood_llada(pairs)
+        out: list[tuple[float, bool] | None] = [None] * len(requests)
+        for idx in self._groups(requests):
+            pairs = [tuple(requests[i].args[:2]) for i in idx]
+            if self.ll_estimator == "llada":
+                res = self._loglikelihood_llada(pairs, idx)
+            else:
+                res = self._loglikelihood_diffscore(pairs, idx)
+            for i, r in zip(idx, res):
+                out[i] = r
+        return out  # type: ignore[return-value]
+
+    def _loglikelihood_diffscore(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         scorer = self._scorer()
         ids = [_request_id("ll", c, x) for c, x in pairs]
         nfe0 = self.lm.nfe
@@ -237,13 +349,18 @@ class DlmevalLM(LM):
             out.append((total, bool(greedy[i])))
         self._record(
             [
-                {"type": "loglikelihood", "index": i, "nfe": nfe_scoring / len(pairs), "n_tokens": int(n)}
+                {
+                    "type": "loglikelihood",
+                    "index": index[i],
+                    "nfe": nfe_scoring / len(pairs),
+                    "n_tokens": int(n),
+                }
                 for i, n in enumerate(df["n_tokens"])
             ]
         )
         return out
 
-    def _loglikelihood_llada(self, pairs) -> list[tuple[float, bool]]:
+    def _loglikelihood_llada(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         """LLaDA's ``get_log_likelihood`` (:func:`dlmeval.scoring.llada_ll.llada_log_likelihood`) on the same
         token layout as the default estimator, its draws seeded by (run seed, request id)."""
         from dlmeval.scoring.llada_ll import llada_log_likelihood
@@ -259,7 +376,9 @@ class DlmevalLM(LM):
                 self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
             )
             a, b = lay.candidate
-            recs.append({"type": "loglikelihood", "index": i, "nfe": self.lm.nfe - nfe0, "n_tokens": b - a})
+            recs.append(
+                {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": b - a}
+            )
             out.append(val)
         greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
         self._record(recs)
@@ -300,14 +419,18 @@ class DlmevalLM(LM):
         return out
 
     def loglikelihood_rolling(self, requests) -> list[float]:
-        texts = [r.args[0] for r in requests]
-        if not texts:
-            return []
-        nfe0 = self.lm.nfe
-        df = self._scorer().score(texts, config="marginal", item_ids=[_request_id("roll", t) for t in texts])
-        per = (self.lm.nfe - nfe0) / len(texts)
-        self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in range(len(texts))])
-        return [float(s) * int(n) if math.isfinite(s) else 0.0 for s, n in zip(df["score"], df["n_tokens"])]
+        out = [0.0] * len(requests)
+        for idx in self._groups(requests):
+            texts = [requests[i].args[0] for i in idx]
+            nfe0 = self.lm.nfe
+            df = self._scorer().score(
+                texts, config="marginal", item_ids=[_request_id("roll", t) for t in texts]
+            )
+            per = (self.lm.nfe - nfe0) / len(texts)
+            self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in idx])
+            for i, sc, n in zip(idx, df["score"], df["n_tokens"]):
+                out[i] = float(sc) * int(n) if math.isfinite(sc) else 0.0
+        return out
 
     # ------------------------------------------------------------------ generation
     def _sampler(self, length: int, temperature: float):
@@ -350,11 +473,17 @@ class DlmevalLM(LM):
         return self.temperature
 
     def generate_until(self, requests) -> list[str]:
+        out: list[str | None] = [None] * len(requests)
+        for idx in self._groups(requests):
+            self._generate(requests, idx, out)
+        return [o or "" for o in out]
+
+    def _generate(self, requests, index: list[int], out: list[str | None]) -> None:
         from dlmeval.protocols.care import continuation_text, cut_at
 
-        out: list[str | None] = [None] * len(requests)
         groups: dict[tuple[int, float, tuple[str, ...]], list[int]] = {}
-        for i, r in enumerate(requests):
+        for i in index:
+            r = requests[i]
             kw = dict(r.args[1] or {})
             until = kw.get("until") or []
             until = (until,) if isinstance(until, str) else tuple(until)
@@ -393,23 +522,23 @@ class DlmevalLM(LM):
                         for j, i in enumerate(chunk)
                     ]
                 )
-        return [o or "" for o in out]
 
 
-def main(argv: list[str] | None = None) -> None:
-    """lm-eval's command line with the ``dlmeval`` model registered."""
+def main(argv: list[str] | None = None) -> int:
+    """lm-eval's command line with the ``dlmeval`` model registered (``argv``: lm-eval's arguments)."""
     if not HAVE_LM_EVAL:
-        raise SystemExit("lm-eval is not installed; `pip install 'dlmeval[lm-eval]'`")
+        raise InputError("lm-eval is not installed; `pip install 'dlmeval[lm-eval]'`")
     import sys
 
     from lm_eval.__main__ import cli_evaluate
 
     if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
+        sys.argv = ["lm-eval", *argv]
     cli_evaluate()
+    return 0
 
 
 __all__ = ["HAVE_LM_EVAL", "MODEL_NAME", "DlmevalLM", "main"]
 
 if __name__ == "__main__":
-    main()
+    main()  # lm-eval's own errors: its messages and exit codes
