@@ -99,7 +99,7 @@ def test_arc_challenge_local_prints_a_results_table(tmp_path):
     assert re.search(r"\|arc_challenge_local\|\s*1\|none\s*\|\s*0\|acc\s*\|", r.stdout), r.stdout
     rows = _samples(tmp_path)
     assert len(rows) == 8 and all(len(v) == 4 for v in rows.values())  # 4 choices, one loglikelihood each
-    assert "rank 0 of 1 answers 32 loglikelihood requests" in r.stderr
+    assert "lm-eval rank 0/1: 32 loglikelihood requests" in r.stderr
 
 
 # ------------------------------------------------------------------ data parallel: 2 ranks = 1 process, bit for bit
@@ -126,9 +126,9 @@ def test_two_ranks_give_one_process_numbers_each_answering_half(tmp_path):
     assert table and table == [line for line in one.stdout.splitlines() if line.startswith("|arc")]
     # each rank answers 3 of the 6 documents: 12 of the 24 loglikelihood requests, 3 of the 6 generations
     for rank in (0, 1):
-        assert f"rank {rank} of 2 answers 12 loglikelihood requests" in two.stderr
-        assert f"rank {rank} of 2 answers 3 generate_until requests" in two.stderr
-    assert "rank 0 of 1 answers 24 loglikelihood requests" in one.stderr
+        assert f"lm-eval rank {rank}/2: 12 loglikelihood requests" in two.stderr
+        assert f"lm-eval rank {rank}/2: 3 generate_until requests" in two.stderr
+    assert "lm-eval rank 0/1: 24 loglikelihood requests" in one.stderr
 
 
 # ------------------------------------------------------------------ the pieces

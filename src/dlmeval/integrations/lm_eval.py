@@ -60,10 +60,12 @@ dict per request ``{"type", "index", "nfe", ...}``; ``lm.nfe_total`` sums them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -202,6 +204,7 @@ class DlmevalLM(LM):
         self.group = group
         #: requests this process answered, by type (under torchrun: this rank's share)
         self.request_counts: dict[str, int] = {}
+        self.request_seconds: dict[str, float] = {}
         self.n_masks, self.n_rates = int(n_masks), int(n_rates)
         if ll_estimator not in LL_ESTIMATORS:
             raise InputError(
@@ -277,7 +280,6 @@ class DlmevalLM(LM):
         """Indices of ``requests`` batched together: with ``group=doc`` one list per document (lm-eval gives
         every request its task and document), so a document's numbers never depend on which other documents share
         its rank; ``group=all``: one list."""
-        self._count(requests)
         if self.group == "all":
             return [list(range(len(requests)))] if requests else []
         out: dict[Any, list[int]] = {}
@@ -285,17 +287,24 @@ class DlmevalLM(LM):
             out.setdefault((getattr(r, "task_name", None), getattr(r, "doc_id", None)), []).append(i)
         return list(out.values())
 
-    def _count(self, requests) -> None:
+    @contextlib.contextmanager
+    def _answering(self, requests):
+        """Count and time one call's requests; logs ``lm-eval rank R/W: N TYPE requests in S s`` at its end (the
+        per-rank share under torchrun; benchmarks/bench_lm_eval_dp.py reads it)."""
+        t0 = time.perf_counter()
+        yield
         if not requests:
             return
-        kind = requests[0].request_type
+        kind, secs = requests[0].request_type, time.perf_counter() - t0
         self.request_counts[kind] = self.request_counts.get(kind, 0) + len(requests)
+        self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + secs
         _log.info(
-            "dlmeval lm-eval: rank %d of %d answers %d %s requests",
+            "lm-eval rank %d/%d: %d %s requests in %.2f s",
             self._rank,
             self._world_size,
             len(requests),
             kind,
+            secs,
         )
 
     @property
@@ -326,6 +335,11 @@ class DlmevalLM(LM):
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests) -> list[tuple[float, bool]]:
         out: list[tuple[float, bool] | None] = [None] * len(requests)
+        with self._answering(requests):
+            self._loglikelihood(requests, out)
+        return out  # type: ignore[return-value]
+
+    def _loglikelihood(self, requests, out) -> None:
         for idx in self._groups(requests):
             pairs = [tuple(requests[i].args[:2]) for i in idx]
             if self.ll_estimator == "llada":
@@ -334,7 +348,6 @@ class DlmevalLM(LM):
                 res = self._loglikelihood_diffscore(pairs, idx)
             for i, r in zip(idx, res):
                 out[i] = r
-        return out  # type: ignore[return-value]
 
     def _loglikelihood_diffscore(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         scorer = self._scorer()
@@ -420,6 +433,11 @@ class DlmevalLM(LM):
 
     def loglikelihood_rolling(self, requests) -> list[float]:
         out = [0.0] * len(requests)
+        with self._answering(requests):
+            self._rolling(requests, out)
+        return out
+
+    def _rolling(self, requests, out: list[float]) -> None:
         for idx in self._groups(requests):
             texts = [requests[i].args[0] for i in idx]
             nfe0 = self.lm.nfe
@@ -430,7 +448,6 @@ class DlmevalLM(LM):
             self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in idx])
             for i, sc, n in zip(idx, df["score"], df["n_tokens"]):
                 out[i] = float(sc) * int(n) if math.isfinite(sc) else 0.0
-        return out
 
     # ------------------------------------------------------------------ generation
     def _sampler(self, length: int, temperature: float):
@@ -474,8 +491,9 @@ class DlmevalLM(LM):
 
     def generate_until(self, requests) -> list[str]:
         out: list[str | None] = [None] * len(requests)
-        for idx in self._groups(requests):
-            self._generate(requests, idx, out)
+        with self._answering(requests):
+            for idx in self._groups(requests):
+                self._generate(requests, idx, out)
         return [o or "" for o in out]
 
     def _generate(self, requests, index: list[int], out: list[str | None]) -> None:
