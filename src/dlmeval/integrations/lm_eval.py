@@ -25,31 +25,27 @@ so the numbers equal one process's bit for bit (``group=all``: batches span docu
 
 Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
 ``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
-``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (tokens generated;
-default: the request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``accounting``
-(``paper`` or ``refill``, see :mod:`dlmeval.sampling.config`), ``temperature`` (the unmask temperature, Care's
-controlled factor), ``task_temperature`` (what a task's own ``temperature`` generation argument does: ``ignore``,
-the default: the model argument wins and a differing request value is reported once in ``lm.warnings``; ``use``:
-the request's value replaces it; ``refuse``: a differing value is an error), ``seed``, ``batch_size``; scoring:
-``n_masks``,
-``n_rates`` (the DiffScore estimator's K and T); ``ll_estimator`` (``diffscore``, the default, or ``llada``: LLaDA's
-own ``get_log_likelihood``) with its ``mc_num`` (128) and ``mc_batch`` (16); ``nfe_log`` (a JSONL file that
-receives one record per request).
+``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (default: the
+request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``accounting`` (``paper`` or ``refill``,
+:mod:`dlmeval.sampling.config`), ``temperature`` (the unmask temperature, Care's controlled factor),
+``task_temperature`` (what a task's own ``temperature`` does: ``ignore``, the default: the model argument wins and a
+differing request value is reported once in ``lm.warnings``; ``use``: the request's value replaces it; ``refuse``:
+an error), ``seed``, ``batch_size``, ``group`` (``doc``: batches never span documents, see above); likelihoods:
+``likelihood`` (``dlmeval``, ``llada`` or ``dllm``: whose convention, :mod:`dlmeval.integrations.lm_eval_ll`),
+``ll_estimator`` (under ``likelihood=dlmeval``: ``diffscore`` with ``n_masks`` / ``n_rates``, or ``llada``),
+``mc_num`` (128), ``mc_batch``, ``cfg`` (classifier-free guidance, ``likelihood=llada``), ``check_greedy``;
+``nfe_log`` (a JSONL file that receives one record per request).
 
 How each request type is answered:
 
-* ``loglikelihood(context, continuation)``: the DiffScore conditional estimator
-  (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo_norm"``, the ELBO per token): the continuation is masked at T rates x K masks
-  with the context visible, and ``score x n_tokens`` (the Monte Carlo ELBO of the continuation, a lower bound
-  on its log-likelihood) is returned. ``is_greedy``: whether the model's argmax reproduces every continuation token
-  when the whole continuation is masked at once. Note: the scorer lays out context and continuation with the
-  tokenizer's pair template (a separator between them, see :mod:`dlmeval.scoring.configs`), not as one
-  concatenated string;
-  with ``ll_estimator=llada``: LLaDA's ``get_log_likelihood`` on the same layout
-  (:mod:`dlmeval.scoring.llada_ll`: ``mc_num // mc_batch`` passes of ``mc_batch`` rows, stratified mask counts, each
-  row's cross-entropy over ``m / L``). Estimands: ``diffscore`` the DiffScore rate grid's quadrature of the ELBO (its
-  T-point grid biases it at small T); ``llada`` the mask-count ELBO when ``L / mc_batch`` avoids halves, else the
-  ELBO under LLaDA's half-to-even rounded counts (:func:`dlmeval.scoring.llada_ll.count_weights`; docs/care.md);
+* ``loglikelihood(context, continuation)``: by the ``likelihood`` convention. The default is the DiffScore
+  conditional estimator (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo_norm"``): the continuation masked at
+  T rates x K masks with the context visible, ``score x n_tokens`` (a Monte Carlo ELBO, a lower bound on the
+  log-likelihood); ``is_greedy``: the argmax reproduces the continuation with all of it masked. The scorer lays out
+  context and continuation with the tokenizer's pair template (a separator between them,
+  :mod:`dlmeval.scoring.configs`); ``ll_estimator=llada`` runs LLaDA's ``get_log_likelihood`` on that layout
+  (:mod:`dlmeval.scoring.llada_ll`; estimands in docs/care.md); ``likelihood=llada`` / ``dllm`` reproduce those
+  harnesses (their layout, estimator, guidance and greedy check);
 * ``loglikelihood_rolling(text)``: the marginal estimator (the whole text masked), ``score x n_tokens``;
 * ``generate_until(context, gen_kwargs)``: :class:`dlmeval.sampling.RemaskingSampler` with the model arguments,
   cut at the first ``until`` string.
@@ -66,7 +62,6 @@ import json
 import logging
 import math
 import time
-from collections.abc import Sequence
 from typing import Any
 
 try:  # optional dependency
@@ -84,13 +79,15 @@ except ImportError:  # pragma: no cover - exercised only without lm-eval
 
 from dlmeval.errors import InputError
 
+from .lm_eval_ll import LikelihoodConventions
+
 MODEL_NAME = "dlmeval"
 _log = logging.getLogger("dlmeval.lm_eval")
 #: what a task's own ``temperature`` generation argument does (model argument ``task_temperature``)
 TASK_TEMPERATURE = ("ignore", "use", "refuse")
 #: how requests are batched (model argument ``group``)
 GROUPS = ("doc", "all")
-#: the ``loglikelihood`` estimators (module doc)
+#: the ``loglikelihood`` estimators under ``likelihood=dlmeval`` (module doc)
 LL_ESTIMATORS = ("diffscore", "llada")
 
 
@@ -122,7 +119,7 @@ def _request_id(*parts: Any) -> str:
 
 
 @register_model(MODEL_NAME)
-class DlmevalLM(LM):
+class DlmevalLM(LikelihoodConventions, LM):
     """A dlmeval :class:`~dlmeval.models.base.DiffusionLM` behind lm-eval's ``LM`` interface (module docstring)."""
 
     def __init__(
@@ -148,7 +145,10 @@ class DlmevalLM(LM):
         n_rates: int | str = 5,
         ll_estimator: str = "diffscore",
         mc_num: int | str = 128,
-        mc_batch: int | str = 16,
+        mc_batch: int | str | None = None,
+        likelihood: str = "dlmeval",
+        cfg: float | str = 0.0,
+        check_greedy: bool | str | None = None,
         nfe_log: str | None = None,
         group: str = "doc",
         lm=None,
@@ -212,9 +212,8 @@ class DlmevalLM(LM):
                 "conditional estimator; llada: LLaDA's get_log_likelihood with stratified mask counts)"
             )
         self.ll_estimator = ll_estimator
-        self.mc_num, self.mc_batch = int(mc_num), int(mc_batch)
-        if self.mc_batch < 1 or self.mc_num < self.mc_batch:
-            raise InputError(f"mc_num ({mc_num}) must be at least mc_batch ({mc_batch}) >= 1")
+        self.mc_num = int(mc_num)
+        self._set_likelihood(likelihood, cfg, check_greedy, _opt_int(mc_batch))
         self.nfe_log = nfe_log
         self.nfe_records: list[dict[str, Any]] = []
         self.unused_args = dict(unused)
@@ -342,94 +341,14 @@ class DlmevalLM(LM):
     def _loglikelihood(self, requests, out) -> None:
         for idx in self._groups(requests):
             pairs = [tuple(requests[i].args[:2]) for i in idx]
-            if self.ll_estimator == "llada":
+            if self.likelihood != "dlmeval":
+                res = self._loglikelihood_harness(pairs, idx)
+            elif self.ll_estimator == "llada":
                 res = self._loglikelihood_llada(pairs, idx)
             else:
                 res = self._loglikelihood_diffscore(pairs, idx)
             for i, r in zip(idx, res):
                 out[i] = r
-
-    def _loglikelihood_diffscore(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
-        scorer = self._scorer()
-        ids = [_request_id("ll", c, x) for c, x in pairs]
-        nfe0 = self.lm.nfe
-        df = scorer.score([x for _, x in pairs], [c for c, _ in pairs], config="cond", item_ids=ids)
-        nfe_scoring = self.lm.nfe - nfe0
-        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
-        out = []
-        for i, row in enumerate(df.itertuples()):
-            total = float(row.score) * int(row.n_tokens) if math.isfinite(row.score) else 0.0
-            out.append((total, bool(greedy[i])))
-        self._record(
-            [
-                {
-                    "type": "loglikelihood",
-                    "index": index[i],
-                    "nfe": nfe_scoring / len(pairs),
-                    "n_tokens": int(n),
-                }
-                for i, n in enumerate(df["n_tokens"])
-            ]
-        )
-        return out
-
-    def _loglikelihood_llada(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
-        """LLaDA's ``get_log_likelihood`` (:func:`dlmeval.scoring.llada_ll.llada_log_likelihood`) on the same
-        token layout as the default estimator, its draws seeded by (run seed, request id)."""
-        from dlmeval.scoring.llada_ll import llada_log_likelihood
-        from dlmeval.seeding import derive_seed, torch_generator
-
-        fmt = self._scorer().formatter
-        out, recs = [], []
-        for i, (c, x) in enumerate(pairs):
-            lay = fmt.layout("cond", x, c)
-            nfe0 = self.lm.nfe
-            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", _request_id("ll", c, x)))
-            val = llada_log_likelihood(
-                self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
-            )
-            a, b = lay.candidate
-            recs.append(
-                {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": b - a}
-            )
-            out.append(val)
-        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
-        self._record(recs)
-        return [(v, bool(g)) for v, g in zip(out, greedy)]
-
-    def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
-        """Whether the argmax reproduces every continuation token with the whole continuation masked."""
-        import torch
-
-        from dlmeval.models.base import length_sorted_batches
-
-        fmt = self._scorer().formatter
-        lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
-        out = [True] * len(lays)
-        m = self.lm
-        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
-            seqs, spans = [], []
-            for i in batch:
-                ids = list(lays[i].ids)
-                a, b = lays[i].candidate
-                spans.append((a, b, ids[a:b]))
-                ids[a:b] = [m.mask_token_id] * (b - a)
-                seqs.append(ids)
-            x, attn = m.pad(seqs)
-            off = m.offset(attn)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            for r, (a, b, _) in enumerate(spans):
-                pos[r, int(off[r]) + a : int(off[r]) + b] = True
-            with torch.no_grad():
-                ps = m.score_positions(x, attn, pos, top_k=1)
-            top = ps.top_ids[:, 0].tolist()
-            k = 0
-            for r, i in enumerate(batch):
-                a, b, target = spans[r]
-                got = top[k : k + (b - a)]
-                k += b - a
-                out[i] = got == list(target)
-        return out
 
     def loglikelihood_rolling(self, requests) -> list[float]:
         out = [0.0] * len(requests)
