@@ -66,6 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print nothing but errors: no results on stdout, no warnings, no progress bars (runs are still stored; "
+        "the exit code tells success)",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="load a plugin file that registers families, strategies, perturbations, ... (repeatable; installed "
+        "plugins: the `dlmeval.plugins` entry points)",
+    )
+    p.add_argument(
         "--sandbox-unsafe",
         "--sandbox-same-user",
         dest="sandbox_unsafe",
@@ -79,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply a LoRA adapter (--adapter, --ft-adapter) to a base other than the one its dlmeval_train.json "
         "records (refused otherwise; the run's model identity records it)",
     )
+    from dlmeval import plugins
+
+    if plugins.LOADED:
+        p.epilog += "\nplugins: " + ", ".join(f"{n} ({src})" for n, src in plugins.LOADED) + "\n"
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -109,9 +128,25 @@ def _split_passthrough(
     return argv, None
 
 
+def _load_plugins(argv: list[str], debug: bool) -> None:
+    """Installed plugins and ``--include`` files, before the parser is built (they may add choices)."""
+    from dlmeval import plugins
+
+    try:
+        plugins.load_plugins()
+        for path in plugins.includes_in(argv):
+            plugins.include(path)
+    except DlmevalError as e:
+        if debug:
+            raise
+        sys.stderr.write(f"dlmeval: error: {e}\n")
+        raise SystemExit(2) from None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    _load_plugins(argv[: argv.index("lm-eval")] if "lm-eval" in argv else argv, "--debug" in argv)
+    parser = build_parser()
     argv, rest = _split_passthrough(argv, parser)
     args = parser.parse_args(argv)
     if rest is not None:
@@ -125,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     from dlmeval.cli.common import console_logging
 
     console_logging(args.debug)
+    if args.quiet:
+        args.no_progress = True
+        logging.getLogger("dlmeval").setLevel(logging.ERROR)
     if args.sandbox_unsafe:
         from dlmeval.sandbox import UNSAFE_ENV
 
@@ -147,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         # under torchrun / accelerate launch / srun: join the group (a single process otherwise)
         par = parallel.init_from_env()
         who = f"rank {par.rank}: " if par.distributed else ""
-        if not par.is_main:
+        if not par.is_main or args.quiet:
             args.no_progress = True  # rank 0 draws the job's bars and prints the results
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         try:
