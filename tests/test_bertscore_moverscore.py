@@ -174,3 +174,22 @@ def test_moverscore_best_reference_and_bad_settings(tiny_encoder):
     assert ms._keep(ms.tokens(". ,")) == [0, 3]
     with pytest.raises(InputError, match="moverscore-ngram"):
         SuiteOptions(moverscore_ngram=0).check()
+
+
+def test_transport_by_pot_equals_the_former_lp_solver():
+    """POT's exact EMD gives the values the former scipy linprog solver recorded (tests/fixtures/transport_linprog.json
+    says how), to the last bits of a float64."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from dlmeval.baselines.embedding import transport_cost
+
+    fx = json.loads((Path(__file__).parent / "fixtures" / "transport_linprog.json").read_text())
+    assert len(fx["cases"]) == 8
+    for c in fx["cases"]:
+        got = transport_cost(
+            np.array(c["cost"]), c["wa"] and np.array(c["wa"]), c["wb"] and np.array(c["wb"])
+        )
+        assert got == pytest.approx(c["value"], rel=1e-12, abs=1e-14)
