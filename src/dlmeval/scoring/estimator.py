@@ -224,7 +224,9 @@ class DiffScorer:
 
     def _inputs(self, candidates, sources, config, item_ids):
         # no config: conditional on the sources when there are any, else unconditional (the candidate alone)
-        cfg = resolve_config(config if config is not None else ("cond" if sources is not None else "marginal"))
+        cfg = resolve_config(
+            config if config is not None else ("cond" if sources is not None else "marginal")
+        )
         cands = _as_texts(candidates, "candidates")
         n = len(cands)
         if n == 0:
