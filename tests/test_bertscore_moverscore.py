@@ -260,3 +260,22 @@ def test_moverscore_idf_documents_are_counted_as_bartscore_counts_them(tmp_path,
     assert hyps == list(frame["candidate_raw"])  # --text-form bartscore: the tokenized text
     distinct_refs, distinct_hyps = fam._idf_texts("SummEval")
     assert len(distinct_refs) == len(set(refs)) and len(distinct_hyps) == len(set(hyps))
+
+
+def test_transport_by_pot_equals_the_former_lp_solver():
+    """POT's exact EMD gives the values the former scipy linprog solver recorded (tests/fixtures/transport_linprog.json
+    says how), to the last bits of a float64."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from dlmeval.baselines.embedding import transport_cost
+
+    fx = json.loads((Path(__file__).parent / "fixtures" / "transport_linprog.json").read_text())
+    assert len(fx["cases"]) == 8
+    for c in fx["cases"]:
+        got = transport_cost(
+            np.array(c["cost"]), c["wa"] and np.array(c["wa"]), c["wb"] and np.array(c["wb"])
+        )
+        assert got == pytest.approx(c["value"], rel=1e-12, abs=1e-14)

@@ -196,7 +196,7 @@ def test_read_pairs_formats_and_errors(tmp_path):
     m.write_text('{"source": "s"}\n')
     with pytest.raises(DataFormatError, match="line 1: needs text fields"):
         read_pairs(m)
-    with pytest.raises(InputError, match=r"\.jsonl, \.csv or \.tsv"):
+    with pytest.raises(InputError, match=r"\.jsonl, \.csv, \.tsv or \.parquet"):
         (tmp_path / "p.txt").write_text("x\n")
         read_pairs(tmp_path / "p.txt")
 

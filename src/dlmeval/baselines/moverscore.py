@@ -13,7 +13,7 @@ transformers. The computation follows the published code step by step:
 3. punctuation, stop words and (``remove_subwords``) ``##`` word pieces dropped;
 4. n-grams (windows of ``n_gram`` consecutive kept tokens): the IDF-weighted mean vector, weight the IDF sum;
 5. vectors L2-normalised again, ground cost the *squared* Euclidean distance, masses the weights normalised to 1;
-6. score ``1 - EMD`` (exact transport LP, :func:`~dlmeval.baselines.embedding.transport_cost`).
+6. score ``1 - EMD`` (exact transport by POT's network simplex, :func:`~dlmeval.baselines.embedding.transport_cost`).
 
 Several references: the best one (BARTScore stored both the mean and the max over references). An empty side
 after step 3 gets ``-3`` (the lowest value: squared distances between unit vectors are at most 4). The paper's

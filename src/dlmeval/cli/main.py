@@ -39,6 +39,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "utilities"),
     ("leaderboard", "utilities"),
     ("demo", "utilities"),
+    ("lm_eval", "integrations"),
 )
 
 EPILOG = """\
@@ -47,6 +48,7 @@ pillars:
   sampling     care, sample               Care: compute-aware remasking sampler and protocol
   robustness   robust, perturb            perturbations, RDI/AURDI, calibration, IPM, D-GCG, probes
 utilities      train, models, check-model, runs, data, report, leaderboard, demo
+integrations   lm-eval                    lm-evaluation-harness with --model dlmeval (its arguments unchanged)
 
 Every result is printed with its run signature; runs are stored in SQLite (--store PATH, or DLMEVAL_STORE).
 """
@@ -67,6 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print nothing but errors: no results on stdout, no warnings, no progress bars (runs are still stored; "
+        "the exit code tells success)",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="load a plugin file that registers families, strategies, perturbations, ... (repeatable; installed "
+        "plugins: the `dlmeval.plugins` entry points)",
+    )
+    p.add_argument(
         "--sandbox-unsafe",
         "--sandbox-same-user",
         dest="sandbox_unsafe",
@@ -81,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
         "records (refused otherwise; the run's model identity records it)",
     )
     add_code_change_arg(p)
+    from dlmeval import plugins
+
+    if plugins.LOADED:
+        p.epilog += "\nplugins: " + ", ".join(f"{n} ({src})" for n, src in plugins.LOADED) + "\n"
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod, _group in COMMANDS:
         name = f"dlmeval.cli.{mod}"
@@ -115,13 +136,54 @@ def thread_policy(environ: dict[str, str] | os._Environ = os.environ) -> None:
         environ.setdefault("OMP_NUM_THREADS", str(n))
 
 
+#: commands whose arguments belong to another program: everything after the command's name is passed unchanged
+PASSTHROUGH = ("lm-eval",)
+
+
+def _split_passthrough(
+    argv: list[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], list[str] | None]:
+    """``(dlmeval's arguments, the rest)`` when the command is a pass-through one (``dlmeval [OPTIONS] lm-eval
+    ARGS...``), else ``(argv, None)``. argparse cannot hand a sub-command arguments that look like options."""
+    takes_value = {
+        s for a in parser._actions if a.option_strings and a.nargs is None and a.const is None
+        for s in a.option_strings
+    }  # fmt: skip
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in takes_value else 1
+    if i < len(argv) and argv[i] in PASSTHROUGH:
+        return argv[: i + 1], argv[i + 1 :]
+    return argv, None
+
+
+def _load_plugins(argv: list[str], debug: bool) -> None:
+    """Installed plugins and ``--include`` files, before the parser is built (they may add choices)."""
+    from dlmeval import plugins
+
+    try:
+        plugins.load_plugins()
+        for path in plugins.includes_in(argv):
+            plugins.include(path)
+    except DlmevalError as e:
+        if debug:
+            raise
+        sys.stderr.write(f"dlmeval: error: {e}\n")
+        raise SystemExit(2) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     if (
         "torch" not in sys.modules
     ):  # too late to matter once torch is loaded (a caller that imported it first)
         thread_policy()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _load_plugins(argv[: argv.index("lm-eval")] if "lm-eval" in argv else argv, "--debug" in argv)
     parser = build_parser()
+    argv, rest = _split_passthrough(argv, parser)
     args = parser.parse_args(argv)
+    if rest is not None:
+        args.passthrough_args = rest
     # offline by default: nothing below may reach a hub unless a command passes --allow-download
     if not getattr(args, "allow_download", False):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -131,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     from dlmeval.cli.common import console_logging
 
     console_logging(args.debug)
+    if args.quiet:
+        args.no_progress = True
+        logging.getLogger("dlmeval").setLevel(logging.ERROR)
     if args.sandbox_unsafe:
         from dlmeval.sandbox import UNSAFE_ENV
 
@@ -175,7 +240,7 @@ def _run(args, parallel) -> int:
         apply_threads(args)
         par = parallel.init_from_env()
         who = f"rank {par.rank}: " if par.distributed else ""
-        if not par.is_main:
+        if not par.is_main or args.quiet:
             args.no_progress = True  # rank 0 draws the job's bars and prints the results
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         try:

@@ -55,5 +55,9 @@ def run(args) -> int:
         f"transformers {version} installed; LLaDA / Dream remote code is supported with transformers "
         f"{SUPPORTED_TRANSFORMERS}{'' if ok else ' (outside that range: expect those checkpoints to fail)'}"
     )
+    from dlmeval import plugins
+
+    if plugins.LOADED:
+        lines.append("plugins: " + ", ".join(f"{n} ({src})" for n, src in plugins.LOADED))
     emit(args, rows, "\n".join(lines))
     return 0

@@ -16,6 +16,7 @@ list`` shows the run, ``dlmeval runs export RUN`` gives the texts.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from dlmeval.cli.common import emit, model_kwargs
@@ -38,6 +39,13 @@ STRATEGY_CHOICES = (
     "maskgit",
     "topk_margin",
 )
+
+
+def strategy_choices() -> tuple[str, ...]:
+    """:data:`STRATEGY_CHOICES` and any a plugin registered (a plugin that registers one imported the registry)."""
+    mod = sys.modules.get("dlmeval.sampling.strategies")
+    extra = [n for n in (mod.STRATEGIES.names() if mod else ()) if n not in STRATEGY_CHOICES]
+    return (*STRATEGY_CHOICES, *extra)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compute-matched: pick the steps so the strategy spends N passes",
     )
     g.add_argument(
-        "--strategy", choices=STRATEGY_CHOICES, default="none", help="remasking strategy (default none)"
+        "--strategy", choices=strategy_choices(), default="none", help="remasking strategy (default none)"
     )
     g.add_argument(
         "--remask-fraction",

@@ -29,11 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fine-tune a diffusion LM with LoRA (peft) by masked diffusion on (source, target) pairs: "
         "the pair is laid out as DiffScore's cond direction scores it and only target tokens are masked and "
         "predicted. Writes a PEFT adapter that `dlmeval score --adapter DIR` and `meta-eval --ft-adapter DIR` "
-        "load. Training data: .jsonl (objects with 'source' and 'target') or .csv / .tsv (header with "
+        "load. Training data: .jsonl (objects with 'source' and 'target'), .parquet or .csv / .tsv (columns "
         "'source' and 'target').",
     )
     add_model_args(p)
-    p.add_argument("--data", required=True, metavar="FILE", help="training pairs: .jsonl, .csv or .tsv")
+    p.add_argument(
+        "--data", required=True, metavar="FILE", help="training pairs: .jsonl, .parquet, .csv or .tsv"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="adapter directory to write")
     g = p.add_argument_group("LoRA (defaults: the paper's)")
     g.add_argument("--rank", "-r", type=int, default=d.rank, help=f"LoRA rank (default {d.rank})")

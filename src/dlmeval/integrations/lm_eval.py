@@ -12,37 +12,40 @@ registers the model with lm-eval's registry::
         tasks=["arc_challenge"],
     )
 
-or from the shell (the module's ``__main__`` registers the model, then runs lm-eval's own command line, 0.4.13: ``run``)::
+or from the shell: ``dlmeval lm-eval`` is lm-eval's own command line with the model registered, every argument
+passed unchanged (lm-eval 0.4.13 reads no plugin entry points, so plain ``lm_eval --model dlmeval`` cannot find it;
+``python -m dlmeval.integrations.lm_eval`` is the same command)::
 
-    python -m dlmeval.integrations.lm_eval run --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+    dlmeval lm-eval --model dlmeval --model_args model=default,steps=128 --tasks gsm8k
+    torchrun --nproc_per_node 8 -m dlmeval lm-eval --model dlmeval --model_args model=default --tasks gsm8k
+
+Under ``torchrun`` / ``accelerate launch`` each rank answers its share of the documents and rank 0 gathers
+(:mod:`dlmeval.integrations.lm_eval_dist`); ``group=doc`` (the default) batches requests within a document only,
+so the numbers equal one process's bit for bit (``group=all``: batches span documents, faster in one process).
 
 Model arguments: ``model`` (a dlmeval spec: ``default``, ``llada:PATH``, ``dream:PATH``, ``hf:PATH``, ``tiny-*``),
 ``device``, ``dtype``, ``trust_remote_code``, ``allow_download``; sampling: ``strategy`` (``none``,
-``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (tokens generated;
-default: the request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``accounting``
-(``paper`` or ``refill``, see :mod:`dlmeval.sampling.config`), ``temperature`` (the unmask temperature, Care's
-controlled factor), ``task_temperature`` (what a task's own ``temperature`` generation argument does: ``ignore``,
-the default: the model argument wins and a differing request value is reported once in ``lm.warnings``; ``use``:
-the request's value replaces it; ``refuse``: a differing value is an error), ``seed``, ``batch_size``; scoring:
-``n_masks``,
-``n_rates`` (the DiffScore estimator's K and T); ``ll_estimator`` (``diffscore``, the default, or ``llada``: LLaDA's
-own ``get_log_likelihood``) with its ``mc_num`` (128) and ``mc_batch`` (16); ``nfe_log`` (a JSONL file that
-receives one record per request).
+``high_entropy``, ...), ``steps`` (nominal) or ``nfe`` (compute-matched budget), ``gen_length`` (default: the
+request's ``max_gen_toks``, else 128), ``block_length``, ``remask_fraction``, ``accounting`` (``paper`` or ``refill``,
+:mod:`dlmeval.sampling.config`), ``temperature`` (the unmask temperature, Care's controlled factor),
+``task_temperature`` (what a task's own ``temperature`` does: ``ignore``, the default: the model argument wins and a
+differing request value is reported once in ``lm.warnings``; ``use``: the request's value replaces it; ``refuse``:
+an error), ``seed``, ``batch_size``, ``group`` (``doc``: batches never span documents, see above); likelihoods:
+``likelihood`` (``dlmeval``, ``llada`` or ``dllm``: whose convention, :mod:`dlmeval.integrations.lm_eval_ll`),
+``ll_estimator`` (under ``likelihood=dlmeval``: ``diffscore`` with ``n_masks`` / ``n_rates``, or ``llada``),
+``mc_num`` (128), ``mc_batch``, ``cfg`` (classifier-free guidance, ``likelihood=llada``), ``check_greedy``;
+``nfe_log`` (a JSONL file that receives one record per request).
 
 How each request type is answered:
 
-* ``loglikelihood(context, continuation)``: the DiffScore conditional estimator
-  (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo_norm"``, the ELBO per token): the continuation is masked at T rates x K masks
-  with the context visible, and ``score x n_tokens`` (the Monte Carlo ELBO of the continuation, a lower bound
-  on its log-likelihood) is returned. ``is_greedy``: whether the model's argmax reproduces every continuation token
-  when the whole continuation is masked at once. Note: the scorer lays out context and continuation with the
-  tokenizer's pair template (a separator between them, see :mod:`dlmeval.scoring.configs`), not as one
-  concatenated string;
-  with ``ll_estimator=llada``: LLaDA's ``get_log_likelihood`` on the same layout
-  (:mod:`dlmeval.scoring.llada_ll`: ``mc_num // mc_batch`` passes of ``mc_batch`` rows, stratified mask counts, each
-  row's cross-entropy over ``m / L``). Estimands: ``diffscore`` the DiffScore rate grid's quadrature of the ELBO (its
-  T-point grid biases it at small T); ``llada`` the mask-count ELBO when ``L / mc_batch`` avoids halves, else the
-  ELBO under LLaDA's half-to-even rounded counts (:func:`dlmeval.scoring.llada_ll.count_weights`; docs/care.md);
+* ``loglikelihood(context, continuation)``: by the ``likelihood`` convention. The default is the DiffScore
+  conditional estimator (:class:`dlmeval.scoring.DiffScorer`, ``weighting="elbo_norm"``): the continuation masked at
+  T rates x K masks with the context visible, ``score x n_tokens`` (a Monte Carlo ELBO, a lower bound on the
+  log-likelihood); ``is_greedy``: the argmax reproduces the continuation with all of it masked. The scorer lays out
+  context and continuation with the tokenizer's pair template (a separator between them,
+  :mod:`dlmeval.scoring.configs`); ``ll_estimator=llada`` runs LLaDA's ``get_log_likelihood`` on that layout
+  (:mod:`dlmeval.scoring.llada_ll`; estimands in docs/care.md); ``likelihood=llada`` / ``dllm`` reproduce those
+  harnesses (their layout, estimator, guidance and greedy check);
 * ``loglikelihood_rolling(text)``: the marginal estimator (the whole text masked), ``score x n_tokens``;
 * ``generate_until(context, gen_kwargs)``: :class:`dlmeval.sampling.RemaskingSampler` with the model arguments,
   cut at the first ``until`` string.
@@ -53,11 +56,12 @@ dict per request ``{"type", "index", "nfe", ...}``; ``lm.nfe_total`` sums them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
-from collections.abc import Sequence
+import time
 from typing import Any
 
 try:  # optional dependency
@@ -75,11 +79,15 @@ except ImportError:  # pragma: no cover - exercised only without lm-eval
 
 from dlmeval.errors import InputError
 
+from .lm_eval_ll import LikelihoodConventions
+
 MODEL_NAME = "dlmeval"
 _log = logging.getLogger("dlmeval.lm_eval")
 #: what a task's own ``temperature`` generation argument does (model argument ``task_temperature``)
 TASK_TEMPERATURE = ("ignore", "use", "refuse")
-#: the ``loglikelihood`` estimators (module doc)
+#: how requests are batched (model argument ``group``)
+GROUPS = ("doc", "all")
+#: the ``loglikelihood`` estimators under ``likelihood=dlmeval`` (module doc)
 LL_ESTIMATORS = ("diffscore", "llada")
 
 
@@ -95,12 +103,23 @@ def _opt_int(v: Any) -> int | None:
     return int(v)
 
 
+def _batch_size(v: Any) -> int:
+    """lm-eval's ``--batch_size``: a number, or ``auto`` / ``auto:N`` (no probing here: the scorer bounds its
+    forward batches by rows and tokens itself, so ``auto`` means the default of 16 requests)."""
+    if isinstance(v, str) and v.strip().lower().startswith("auto"):
+        return 16
+    try:
+        return max(1, int(v))
+    except (TypeError, ValueError):
+        raise InputError(f"batch_size={v!r}; give a positive integer or auto") from None
+
+
 def _request_id(*parts: Any) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:16]
 
 
 @register_model(MODEL_NAME)
-class DlmevalLM(LM):
+class DlmevalLM(LikelihoodConventions, LM):
     """A dlmeval :class:`~dlmeval.models.base.DiffusionLM` behind lm-eval's ``LM`` interface (module docstring)."""
 
     def __init__(
@@ -126,8 +145,12 @@ class DlmevalLM(LM):
         n_rates: int | str = 5,
         ll_estimator: str = "diffscore",
         mc_num: int | str = 128,
-        mc_batch: int | str = 16,
+        mc_batch: int | str | None = None,
+        likelihood: str = "dlmeval",
+        cfg: float | str = 0.0,
+        check_greedy: bool | str | None = None,
         nfe_log: str | None = None,
+        group: str = "doc",
         lm=None,
         **unused: Any,
     ):
@@ -139,10 +162,14 @@ class DlmevalLM(LM):
         from dlmeval.models import load_diffusion
         from dlmeval.sampling import STRATEGIES
 
+        from .lm_eval_dist import join_group, lm_eval_device
+
+        self._par = join_group()
+        self._rank, self._world_size = self._par.rank, self._par.world_size
         if lm is None:
             lm = load_diffusion(
                 str(model),
-                device=device,
+                device=lm_eval_device(device, self._par),
                 dtype=dtype,
                 trust_remote_code=_bool(trust_remote_code),
                 allow_download=_bool(allow_download),
@@ -168,7 +195,16 @@ class DlmevalLM(LM):
         self.accounting = accounting
         self.warnings: list[str] = []
         self.seed = int(seed)
-        self._batch_size = max(1, int(batch_size))
+        self._batch_size = _batch_size(batch_size)
+        if group not in GROUPS:
+            raise InputError(
+                f"group={group!r}; choose one of {', '.join(GROUPS)} (doc: a batch never spans two documents, so "
+                "the numbers do not depend on how lm-eval splits documents over ranks; all: batches span documents)"
+            )
+        self.group = group
+        #: requests this process answered, by type (under torchrun: this rank's share)
+        self.request_counts: dict[str, int] = {}
+        self.request_seconds: dict[str, float] = {}
         self.n_masks, self.n_rates = int(n_masks), int(n_rates)
         if ll_estimator not in LL_ESTIMATORS:
             raise InputError(
@@ -176,9 +212,8 @@ class DlmevalLM(LM):
                 "conditional estimator; llada: LLaDA's get_log_likelihood with stratified mask counts)"
             )
         self.ll_estimator = ll_estimator
-        self.mc_num, self.mc_batch = int(mc_num), int(mc_batch)
-        if self.mc_batch < 1 or self.mc_num < self.mc_batch:
-            raise InputError(f"mc_num ({mc_num}) must be at least mc_batch ({mc_batch}) >= 1")
+        self.mc_num = int(mc_num)
+        self._set_likelihood(likelihood, cfg, check_greedy, _opt_int(mc_batch))
         self.nfe_log = nfe_log
         self.nfe_records: list[dict[str, Any]] = []
         self.unused_args = dict(unused)
@@ -192,6 +227,84 @@ class DlmevalLM(LM):
     @property
     def device(self):
         return self.lm.device
+
+    # lm-eval's data-parallel contract: evaluate() builds this rank's share of the documents (rank / world_size)
+    # and gathers the per-document metrics on rank 0 through these collectives (gloo, JSON payloads)
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+    def all_gather(self, tensor):
+        from .lm_eval_dist import all_gather_tensor
+
+        return all_gather_tensor(self._par, tensor)
+
+    def gather_object(self, obj, dst: int = 0):
+        from .lm_eval_dist import gather_object
+
+        return gather_object(self._par, obj, dst)
+
+    def barrier(self) -> None:
+        self._par.barrier()
+
+    # chat templates (--apply_chat_template): the model's tokenizer's own template
+    @property
+    def tokenizer_name(self) -> str:
+        return str(getattr(self.lm.tokenizer, "name_or_path", self.lm.name)).replace("/", "__")
+
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        return getattr(self.lm.tokenizer, "chat_template", None) or ""
+
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
+        tok = self.lm.tokenizer
+        if not getattr(self.lm, "has_chat_template", False) or not getattr(tok, "chat_template", None):
+            raise InputError(
+                f"model {self.lm.name} has no chat template; run without --apply_chat_template (or choose a model "
+                "whose tokenizer has one)"
+            )
+        return tok.apply_chat_template(
+            chat_history,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=not add_generation_prompt,
+        )
+
+    def _groups(self, requests) -> list[list[int]]:
+        """Indices of ``requests`` batched together: with ``group=doc`` one list per document (lm-eval gives
+        every request its task and document), so a document's numbers never depend on which other documents share
+        its rank; ``group=all``: one list."""
+        if self.group == "all":
+            return [list(range(len(requests)))] if requests else []
+        out: dict[Any, list[int]] = {}
+        for i, r in enumerate(requests):
+            out.setdefault((getattr(r, "task_name", None), getattr(r, "doc_id", None)), []).append(i)
+        return list(out.values())
+
+    @contextlib.contextmanager
+    def _answering(self, requests):
+        """Count and time one call's requests; logs ``lm-eval rank R/W: N TYPE requests in S s`` at its end (the
+        per-rank share under torchrun; benchmarks/bench_lm_eval_dp.py reads it)."""
+        t0 = time.perf_counter()
+        yield
+        if not requests:
+            return
+        kind, secs = requests[0].request_type, time.perf_counter() - t0
+        self.request_counts[kind] = self.request_counts.get(kind, 0) + len(requests)
+        self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + secs
+        _log.info(
+            "lm-eval rank %d/%d: %d %s requests in %.2f s",
+            self._rank,
+            self._world_size,
+            len(requests),
+            kind,
+            secs,
+        )
 
     @property
     def nfe_total(self) -> int:
@@ -220,94 +333,40 @@ class DlmevalLM(LM):
 
     # ------------------------------------------------------------------ log-likelihood
     def loglikelihood(self, requests) -> list[tuple[float, bool]]:
-        pairs = [tuple(r.args[:2]) for r in requests]
-        if not pairs:
-            return []
-        if self.ll_estimator == "llada":
-            return self._loglikelihood_llada(pairs)
-        scorer = self._scorer()
-        ids = [_request_id("ll", c, x) for c, x in pairs]
-        nfe0 = self.lm.nfe
-        df = scorer.score([x for _, x in pairs], [c for c, _ in pairs], config="cond", item_ids=ids)
-        nfe_scoring = self.lm.nfe - nfe0
-        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
-        out = []
-        for i, row in enumerate(df.itertuples()):
-            total = float(row.score) * int(row.n_tokens) if math.isfinite(row.score) else 0.0
-            out.append((total, bool(greedy[i])))
-        self._record(
-            [
-                {"type": "loglikelihood", "index": i, "nfe": nfe_scoring / len(pairs), "n_tokens": int(n)}
-                for i, n in enumerate(df["n_tokens"])
-            ]
-        )
-        return out
+        out: list[tuple[float, bool] | None] = [None] * len(requests)
+        with self._answering(requests):
+            self._loglikelihood(requests, out)
+        return out  # type: ignore[return-value]
 
-    def _loglikelihood_llada(self, pairs) -> list[tuple[float, bool]]:
-        """LLaDA's ``get_log_likelihood`` (:func:`dlmeval.scoring.llada_ll.llada_log_likelihood`) on the same
-        token layout as the default estimator, its draws seeded by (run seed, request id)."""
-        from dlmeval.scoring.llada_ll import llada_log_likelihood
-        from dlmeval.seeding import derive_seed, torch_generator
-
-        fmt = self._scorer().formatter
-        out, recs = [], []
-        for i, (c, x) in enumerate(pairs):
-            lay = fmt.layout("cond", x, c)
-            nfe0 = self.lm.nfe
-            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", _request_id("ll", c, x)))
-            val = llada_log_likelihood(
-                self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
-            )
-            a, b = lay.candidate
-            recs.append({"type": "loglikelihood", "index": i, "nfe": self.lm.nfe - nfe0, "n_tokens": b - a})
-            out.append(val)
-        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
-        self._record(recs)
-        return [(v, bool(g)) for v, g in zip(out, greedy)]
-
-    def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
-        """Whether the argmax reproduces every continuation token with the whole continuation masked."""
-        import torch
-
-        from dlmeval.models.base import length_sorted_batches
-
-        fmt = self._scorer().formatter
-        lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
-        out = [True] * len(lays)
-        m = self.lm
-        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
-            seqs, spans = [], []
-            for i in batch:
-                ids = list(lays[i].ids)
-                a, b = lays[i].candidate
-                spans.append((a, b, ids[a:b]))
-                ids[a:b] = [m.mask_token_id] * (b - a)
-                seqs.append(ids)
-            x, attn = m.pad(seqs)
-            off = m.offset(attn)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            for r, (a, b, _) in enumerate(spans):
-                pos[r, int(off[r]) + a : int(off[r]) + b] = True
-            with torch.no_grad():
-                ps = m.score_positions(x, attn, pos, top_k=1)
-            top = ps.top_ids[:, 0].tolist()
-            k = 0
-            for r, i in enumerate(batch):
-                a, b, target = spans[r]
-                got = top[k : k + (b - a)]
-                k += b - a
-                out[i] = got == list(target)
-        return out
+    def _loglikelihood(self, requests, out) -> None:
+        for idx in self._groups(requests):
+            pairs = [tuple(requests[i].args[:2]) for i in idx]
+            if self.likelihood != "dlmeval":
+                res = self._loglikelihood_harness(pairs, idx)
+            elif self.ll_estimator == "llada":
+                res = self._loglikelihood_llada(pairs, idx)
+            else:
+                res = self._loglikelihood_diffscore(pairs, idx)
+            for i, r in zip(idx, res):
+                out[i] = r
 
     def loglikelihood_rolling(self, requests) -> list[float]:
-        texts = [r.args[0] for r in requests]
-        if not texts:
-            return []
-        nfe0 = self.lm.nfe
-        df = self._scorer().score(texts, config="marginal", item_ids=[_request_id("roll", t) for t in texts])
-        per = (self.lm.nfe - nfe0) / len(texts)
-        self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in range(len(texts))])
-        return [float(s) * int(n) if math.isfinite(s) else 0.0 for s, n in zip(df["score"], df["n_tokens"])]
+        out = [0.0] * len(requests)
+        with self._answering(requests):
+            self._rolling(requests, out)
+        return out
+
+    def _rolling(self, requests, out: list[float]) -> None:
+        for idx in self._groups(requests):
+            texts = [requests[i].args[0] for i in idx]
+            nfe0 = self.lm.nfe
+            df = self._scorer().score(
+                texts, config="marginal", item_ids=[_request_id("roll", t) for t in texts]
+            )
+            per = (self.lm.nfe - nfe0) / len(texts)
+            self._record([{"type": "loglikelihood_rolling", "index": i, "nfe": per} for i in idx])
+            for i, sc, n in zip(idx, df["score"], df["n_tokens"]):
+                out[i] = float(sc) * int(n) if math.isfinite(sc) else 0.0
 
     # ------------------------------------------------------------------ generation
     def _sampler(self, length: int, temperature: float):
@@ -350,11 +409,18 @@ class DlmevalLM(LM):
         return self.temperature
 
     def generate_until(self, requests) -> list[str]:
+        out: list[str | None] = [None] * len(requests)
+        with self._answering(requests):
+            for idx in self._groups(requests):
+                self._generate(requests, idx, out)
+        return [o or "" for o in out]
+
+    def _generate(self, requests, index: list[int], out: list[str | None]) -> None:
         from dlmeval.protocols.care import continuation_text, cut_at
 
-        out: list[str | None] = [None] * len(requests)
         groups: dict[tuple[int, float, tuple[str, ...]], list[int]] = {}
-        for i, r in enumerate(requests):
+        for i in index:
+            r = requests[i]
             kw = dict(r.args[1] or {})
             until = kw.get("until") or []
             until = (until,) if isinstance(until, str) else tuple(until)
@@ -393,23 +459,23 @@ class DlmevalLM(LM):
                         for j, i in enumerate(chunk)
                     ]
                 )
-        return [o or "" for o in out]
 
 
-def main(argv: list[str] | None = None) -> None:
-    """lm-eval's command line with the ``dlmeval`` model registered."""
+def main(argv: list[str] | None = None) -> int:
+    """lm-eval's command line with the ``dlmeval`` model registered (``argv``: lm-eval's arguments)."""
     if not HAVE_LM_EVAL:
-        raise SystemExit("lm-eval is not installed; `pip install 'dlmeval[lm-eval]'`")
+        raise InputError("lm-eval is not installed; `pip install 'dlmeval[lm-eval]'`")
     import sys
 
     from lm_eval.__main__ import cli_evaluate
 
     if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
+        sys.argv = ["lm-eval", *argv]
     cli_evaluate()
+    return 0
 
 
 __all__ = ["HAVE_LM_EVAL", "MODEL_NAME", "DlmevalLM", "main"]
 
 if __name__ == "__main__":
-    main()
+    main()  # lm-eval's own errors: its messages and exit codes

@@ -137,7 +137,8 @@ def _lora_float32(module: torch.nn.Module) -> None:
 
 
 def save_adapter(model, out_dir: str | Path, lora_config, settings: dict | None = None) -> AdapterInfo:
-    """Write ``model``'s LoRA weights as a PEFT adapter directory (and ``settings`` as ``dlmeval_train.json``)."""
+    """Write ``model``'s LoRA weights as a PEFT adapter directory (and ``settings`` as ``dlmeval_train.json``), with a
+    model card (``README.md``: dlmeval's version and the settings)."""
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
@@ -151,6 +152,10 @@ def save_adapter(model, out_dir: str | Path, lora_config, settings: dict | None 
     lora_config.save_pretrained(str(out))
     if settings is not None:
         (out / TRAIN_SETTINGS).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    from dlmeval.models.card import write_model_card
+
+    base = (settings or {}).get("base_model", {}).get("source") if isinstance(settings, dict) else None
+    write_model_card(out, kind="adapter", settings=dict(settings or {}), base_model=base)
     return AdapterInfo(str(out.resolve()), adapter_sha256(out), dict(settings or {}))
 
 

@@ -105,6 +105,14 @@ def save_default(
     save_file(sd, str(directory / "model.safetensors"), metadata=metadata)
     for f in TOKENIZER_FILES:
         (directory / f).write_bytes((minilm_dir() / f).read_bytes())
+    from dlmeval.models.card import write_model_card
+
+    write_model_card(
+        directory,
+        kind="model",
+        settings={k: str(v) for k, v in (meta or {}).items()},
+        base_model=MINILM_PACKAGE,
+    )
     return directory
 
 
@@ -118,8 +126,8 @@ def load_default_module(directory: Path = ASSET_DIR):
             "checkout, train them with `make train-default` (see MODEL.md) or use a tiny model (`tiny-bert`)."
         )
     # from_pretrained skips the random initialisation that a plain constructor does (4x faster to load); the
-    # state dict is read here because the shipped file's header has no "format": "pt" entry, which
-    # transformers 4.x requires of a file it opens itself
+    # state dict is read here so that a directory written before its header carried "format": "pt" (which
+    # transformers 4.x requires of a file it opens itself) still loads
     try:
         from transformers import BertConfig
 

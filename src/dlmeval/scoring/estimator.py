@@ -219,7 +219,7 @@ class DiffScorer:
         candidates: Sequence[str] | str,
         sources: Sequence[str | None] | str | None = None,
         *,
-        config: str = "cond",
+        config: str | None = None,
         item_ids: Sequence[Any] | None = None,
     ) -> None:
         """Every check :meth:`score` makes on its inputs, without scoring (InputError on the first problem): call
@@ -227,7 +227,10 @@ class DiffScorer:
         self.prepare(candidates, sources, config=config, item_ids=item_ids)
 
     def _inputs(self, candidates, sources, config, item_ids):
-        cfg = resolve_config(config)
+        # no config: conditional on the sources when there are any, else unconditional (the candidate alone)
+        cfg = resolve_config(
+            config if config is not None else ("cond" if sources is not None else "marginal")
+        )
         cands = _as_texts(candidates, "candidates")
         n = len(cands)
         if n == 0:
@@ -269,11 +272,12 @@ class DiffScorer:
         candidates: Sequence[str] | str,
         sources: Sequence[str | None] | str | None = None,
         *,
-        config: str = "cond",
+        config: str | None = None,
         item_ids: Sequence[Any] | None = None,
         token_scores: bool = False,
     ) -> pd.DataFrame:
-        """Score every candidate; returns one row per input, in input order.
+        """Score every candidate; returns one row per input, in input order. ``config`` defaults to ``cond`` when
+        ``sources`` are given and to ``marginal`` (the candidate alone, unconditional) when they are not.
 
         Columns: ``item_id``, ``config``, ``score`` (NaN with ``reason`` for an empty text), ``se`` (Monte Carlo
         standard error; conservative for the balanced scheme, NaN when a rate has a single sampling unit),
@@ -301,7 +305,7 @@ class DiffScorer:
         candidates: Sequence[str] | str,
         sources: Sequence[str | None] | str | None = None,
         *,
-        config: str = "cond",
+        config: str | None = None,
         item_ids: Sequence[Any] | None = None,
     ) -> Prepared:
         """The checked inputs of a call and its unique items (identical ids must carry identical texts). The store

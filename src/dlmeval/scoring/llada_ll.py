@@ -9,7 +9,8 @@ App. B, Eq. 12, equal in expectation to the rate form):
 and :func:`llada_log_likelihood` estimates it as LLaDA does: ``mc_num // batch_size`` mini-batches; in each, one
 ``k ~ U{1..L}`` and *stratified* mask counts ``m_j = round(linspace(k, k + (b - 1) L / b, b))`` wrapped into
 ``1..L`` (``((m - 1) mod L) + 1``; ``torch.round`` of float32, half to even, as the original), each row masking
-``m_j`` answer positions drawn by a random permutation; a row's loss is its masked cross-entropy divided by
+the ``m_j`` answer positions ``j`` whose entry ``perm[j]`` of a fresh random permutation is below ``m_j`` (the
+original's ``is_mask[i][torch.randperm(L)]``, so one generator seed gives the original's draws); a row's loss is its masked cross-entropy divided by
 ``m_j / L``, a mini-batch's the mean of its rows, the estimate minus the mean over mini-batches. Unbiased for the
 ELBO when the count spacing ``L / batch_size`` avoids halves (e.g. ``batch_size`` dividing ``L``, or ``L = 7`` with
 16 rows); with a spacing of exactly 0.5 (``L = 8``, 16 rows: LLaDA's default batch on an 8-token answer)
@@ -19,6 +20,13 @@ subset (2^L - 1 passes: a short answer only), the reference both lm-eval estimat
 (docs/care.md, lm-evaluation-harness).
 
 Random draws come from a generator seeded by the caller (the plugin: run seed and request id), never the global RNG.
+
+LLaDA's lm-eval harness (``eval_llada.py``) adds two things, here as options: the token layout of
+:func:`llada_encode_pair` (the context and continuation concatenated, trailing spaces moved to the continuation,
+the continuation's ids those of the whole string past the context's: lm-eval's own ``_encode_pair``) and
+unsupervised classifier-free guidance ``cfg`` (``cfg > 0``: each row is also run with every token outside the answer
+masked, and the logits are ``un + (cfg + 1) (cond - un)``; LLaDA reports ARC-C, HellaSwag, PIQA and GPQA with
+``cfg = 0.5``). :func:`llada_greedy` is its ``is_check_greedy`` test.
 """
 
 from __future__ import annotations
@@ -40,8 +48,51 @@ def stratified_counts(k: int, length: int, rows: int) -> list[int]:
     return [int(v) for v in x]
 
 
-def _masked_nll(model, seqs: list[list[int]], masks: list[list[int]]) -> list[float]:
-    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked."""
+def llada_encode_pair(model, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """LLaDA's (and lm-eval's) token split: trailing spaces of ``context`` move to ``continuation``; the context's ids
+    are the tokenizer's on the context (special tokens included: LLaDA's BOS), the continuation's those of
+    ``context + continuation`` past them."""
+    n = len(context) - len(context.rstrip())
+    if n:
+        context, continuation = context[:-n], context[-n:] + continuation
+    whole = model.encode(context + continuation)
+    ctx = model.encode(context)
+    return ctx, whole[len(ctx) :]
+
+
+def _cfg_logits(model, ids: torch.Tensor, attn: torch.Tensor, where: torch.Tensor, prompt, cfg: float):
+    """Logits ``[N, V]`` at ``where``; with ``cfg > 0`` guided: the rows again with ``prompt`` positions masked,
+    ``un + (cfg + 1) (cond - un)`` (one forward pass of both halves, as LLaDA's ``get_logits``)."""
+    if cfg <= 0:
+        return model.logits_at(ids, attn, where)
+    un = ids.clone()
+    un[prompt] = model.mask_token_id
+    z = model.logits_at(torch.cat([ids, un]), torch.cat([attn, attn]), torch.cat([where, where]))
+    cond, uncond = z.chunk(2)
+    return uncond + (cfg + 1) * (cond - uncond)
+
+
+def _masked_nll(
+    model, seqs: list[list[int]], masks: list[list[int]], *, cfg: float = 0.0, span=None
+) -> list[float]:
+    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked;
+    ``cfg > 0`` (all rows one length): guided by the rows with every position outside ``span`` masked."""
+    if cfg > 0:
+        ids = torch.tensor([list(s) for s in seqs], device=model.device)
+        attn = torch.ones_like(ids)
+        where = torch.zeros_like(ids, dtype=torch.bool)
+        for r, pos in enumerate(masks):
+            where[r, list(pos)] = True
+        targets = ids[where]
+        ids = ids.masked_fill(where, model.mask_token_id)
+        prompt = torch.ones_like(where)
+        prompt[:, span[0] : span[1]] = False
+        logp = torch.log_softmax(_cfg_logits(model, ids, attn, where, prompt, cfg), dim=-1)
+        lp = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
+        out = [0.0] * len(seqs)
+        for b, v in zip(where.nonzero(as_tuple=True)[0].tolist(), lp.tolist()):
+            out[b] -= v
+        return out
     noisy = []
     for s, pos in zip(seqs, masks):
         row = list(s)
@@ -69,10 +120,12 @@ def llada_log_likelihood(
     *,
     mc_num: int = 128,
     batch_size: int = 16,
+    cfg: float = 0.0,
     generator: torch.Generator,
 ) -> float:
     """LLaDA's Monte Carlo estimate of the answer ``ids[span[0]:span[1]]``'s ELBO given the rest of ``ids`` (the
-    module doc). ``mc_num // batch_size`` mini-batches of ``batch_size`` rows, one forward pass each."""
+    module doc). ``mc_num // batch_size`` mini-batches of ``batch_size`` rows, one forward pass each (``cfg > 0``:
+    guided, each pass twice the rows)."""
     a, b = span
     length = b - a
     if length < 1:
@@ -86,11 +139,35 @@ def llada_log_likelihood(
         counts = stratified_counts(k, length, batch_size)
         masks = []
         for m in counts:
-            perm = torch.randperm(length, generator=generator)[:m]
-            masks.append(sorted(a + int(p) for p in perm))
-        nll = _masked_nll(model, [seq] * batch_size, masks)
+            perm = torch.randperm(length, generator=generator)
+            masks.append([a + j for j in range(length) if int(perm[j]) < m])
+        nll = _masked_nll(model, [seq] * batch_size, masks, cfg=cfg, span=span)
         losses.append(sum(n / (m / length) for n, m in zip(nll, counts)) / batch_size)
     return -sum(losses) / len(losses)
+
+
+@torch.no_grad()
+def llada_greedy(model, ids: Sequence[int], span: tuple[int, int], *, cfg: float = 0.0) -> bool:
+    """LLaDA's ``suffix_greedy_prediction``: the answer fully masked, unmasked one token per forward pass (the
+    most confident argmax among the masked positions), and whether the result is the answer."""
+    a, b = span
+    target = [int(t) for t in ids[a:b]]
+    row = torch.tensor([int(t) for t in ids], device=model.device).unsqueeze(0)
+    row[0, a:b] = model.mask_token_id
+    attn = torch.ones_like(row)
+    prompt = torch.ones_like(row, dtype=torch.bool)
+    prompt[0, a:b] = False
+    for _ in range(b - a):
+        where = row == model.mask_token_id
+        where[0, :a] = False
+        where[0, b:] = False
+        z = _cfg_logits(model, row, attn, where, prompt, cfg)
+        x0 = z.argmax(-1)
+        conf = torch.softmax(z, dim=-1).gather(-1, x0.unsqueeze(-1)).squeeze(-1)
+        best = int(torch.argmax(conf))
+        pos = where.nonzero(as_tuple=True)[1][best]
+        row[0, pos] = x0[best]
+    return row[0, a:b].tolist() == target
 
 
 def count_weights(length: int, rows: int) -> dict[int, float]:

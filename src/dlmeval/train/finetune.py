@@ -107,13 +107,26 @@ class FinetuneConfig:
 
 # --------------------------------------------------------------------------------------------- data
 def read_pairs(path: str | Path) -> list[dict]:
-    """``[{source, target}]`` of a ``.jsonl``, ``.csv`` or ``.tsv`` file (``.gz`` for JSONL too)."""
+    """``[{source, target}]`` of a ``.jsonl``, ``.csv``, ``.tsv`` or ``.parquet`` file (``.gz`` for JSONL too)."""
     from dlmeval.data.formats import iter_jsonl, require_file
 
     p = require_file(path, "training data file")
     name = p.name.lower().removesuffix(".gz")
     if name.endswith(".jsonl"):
         rows = [(f"line {n}", v) for n, v in iter_jsonl(p)]
+    elif name.endswith(".parquet"):
+        import pandas as pd
+
+        try:
+            df = pd.read_parquet(p)
+        except (ValueError, OSError) as e:
+            raise DataFormatError(f"{p}: not a readable parquet file ({e})") from None
+        missing = [c for c in ("source", "target") if c not in df.columns]
+        if missing:
+            raise DataFormatError(
+                f"{p}: no {', '.join(missing)} column; it needs 'source' and 'target' columns"
+            )
+        rows = [(f"row {i}", r) for i, r in enumerate(df[["source", "target"]].to_dict(orient="records"))]
     elif name.endswith((".csv", ".tsv")):
         import pandas as pd
 
@@ -128,7 +141,9 @@ def read_pairs(path: str | Path) -> list[dict]:
             )
         rows = [(f"row {i + 2}", r) for i, r in enumerate(df[["source", "target"]].to_dict(orient="records"))]
     else:
-        raise InputError(f"{p}: training data must be a .jsonl, .csv or .tsv file of source/target pairs")
+        raise InputError(
+            f"{p}: training data must be a .jsonl, .csv, .tsv or .parquet file of source/target pairs"
+        )
     out = []
     for where, r in rows:
         s, t = r.get("source"), r.get("target")

@@ -1,0 +1,182 @@
+"""The ``loglikelihood`` conventions of the lm-eval model (model argument ``likelihood``), kept apart from the
+request plumbing of :mod:`dlmeval.integrations.lm_eval`.
+
+==============  ==================================================================================================
+``likelihood``  what a ``loglikelihood(context, continuation)`` request returns
+==============  ==================================================================================================
+``dlmeval``     (default) the continuation laid out after the context with the tokenizer's pair template; the
+                estimator is ``ll_estimator``: ``diffscore`` (the DiffScore conditional ELBO x tokens) or ``llada``
+                (LLaDA's ``get_log_likelihood`` on that layout); ``is_greedy``: the argmax with the whole
+                continuation masked reproduces it
+``llada``       LLaDA's lm-eval harness (``eval_llada.py``): lm-eval's token split of ``context + continuation``
+                (:func:`dlmeval.scoring.llada_ll.llada_encode_pair`), LLaDA's estimator (``mc_num`` rows in passes of
+                ``mc_batch``, default: lm-eval's ``--batch_size``, which LLaDA's harness reads as that mini-batch),
+                classifier-free guidance ``cfg``, and its greedy check (``check_greedy``, default true as LLaDA's)
+``dllm``        dllm's MDLM harness (``dllm/core/eval/mdlm.py``): the same split and estimator, no guidance on
+                likelihoods (``cfg`` is refused), ``check_greedy`` default false
+==============  ==================================================================================================
+
+Every estimate's draws come from a generator seeded by (run seed, request id), so a request's value does not depend
+on the other requests (LLaDA's harness draws from the global RNG in request order); given the same generator seed
+the ``llada`` convention reproduces the harness's numbers (``tests/test_llada_harness.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from dlmeval.errors import InputError
+
+#: the conventions (module doc)
+LIKELIHOODS = ("dlmeval", "llada", "dllm")
+
+
+def _rid(*parts):
+    from dlmeval.integrations.lm_eval import _request_id
+
+    return _request_id(*parts)
+
+
+class LikelihoodConventions:
+    """The ``loglikelihood`` of each convention; mixed into :class:`dlmeval.integrations.lm_eval.DlmevalLM`."""
+
+    def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch) -> None:
+        from dlmeval.integrations.lm_eval import _bool
+
+        if likelihood not in LIKELIHOODS:
+            raise InputError(
+                f"likelihood={likelihood!r}; choose one of {', '.join(LIKELIHOODS)} (dlmeval: the pair layout and "
+                "ll_estimator; llada: LLaDA's eval_llada.py; dllm: dllm's MDLM harness)"
+            )
+        self.likelihood = likelihood
+        self.cfg = float(cfg)
+        if self.cfg < 0:
+            raise InputError(f"cfg={cfg}; classifier-free guidance takes a scale >= 0 (0: none)")
+        if self.cfg > 0 and likelihood != "llada":
+            raise InputError(
+                f"cfg={cfg} with likelihood={likelihood}: only LLaDA's harness guides likelihoods; use "
+                "likelihood=llada (dllm's applies guidance in generation only)"
+            )
+        self.check_greedy = _bool(check_greedy) if check_greedy is not None else likelihood == "llada"
+        if mc_batch is None:
+            mc_batch = self._batch_size if likelihood in ("llada", "dllm") else 16
+        self.mc_batch = int(mc_batch)
+        if self.mc_batch < 1 or self.mc_num < self.mc_batch:
+            raise InputError(f"mc_num ({self.mc_num}) must be at least mc_batch ({self.mc_batch}) >= 1")
+        if likelihood in ("llada", "dllm") and self.mc_num % self.mc_batch:
+            raise InputError(
+                f"mc_num ({self.mc_num}) must be a multiple of mc_batch ({self.mc_batch}) under likelihood="
+                f"{likelihood} (the harness asserts it; mc_batch defaults to --batch_size)"
+            )
+
+    def _loglikelihood_harness(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
+        """LLaDA's / dllm's harness (module doc)."""
+        from dlmeval.scoring.llada_ll import llada_encode_pair, llada_greedy, llada_log_likelihood
+        from dlmeval.seeding import derive_seed, torch_generator
+
+        out, recs = [], []
+        for i, (c, x) in enumerate(pairs):
+            p, t = llada_encode_pair(self.lm, c, x)
+            if not t:
+                raise InputError(f"request {index[i]}: the continuation {x!r} has no tokens of its own")
+            ids, span = p + t, (len(p), len(p) + len(t))
+            if len(ids) > self.lm.max_length:
+                raise InputError(
+                    f"request {index[i]}: context + continuation are {len(ids)} tokens, past the model's "
+                    f"{self.lm.max_length}"
+                )
+            nfe0 = self.lm.nfe
+            gen = torch_generator(derive_seed(self.seed, f"lm-eval-{self.likelihood}", _rid("ll", c, x)))
+            val = llada_log_likelihood(
+                self.lm, ids, span, mc_num=self.mc_num, batch_size=self.mc_batch, cfg=self.cfg, generator=gen
+            )
+            greedy = llada_greedy(self.lm, ids, span, cfg=self.cfg) if self.check_greedy else False
+            recs.append(
+                {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": len(t)}
+            )
+            out.append((val, bool(greedy)))
+        self._record(recs)
+        return out
+
+    def _loglikelihood_diffscore(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
+        scorer = self._scorer()
+        ids = [_rid("ll", c, x) for c, x in pairs]
+        nfe0 = self.lm.nfe
+        df = scorer.score([x for _, x in pairs], [c for c, _ in pairs], config="cond", item_ids=ids)
+        nfe_scoring = self.lm.nfe - nfe0
+        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
+        out = []
+        for i, row in enumerate(df.itertuples()):
+            total = float(row.score) * int(row.n_tokens) if math.isfinite(row.score) else 0.0
+            out.append((total, bool(greedy[i])))
+        self._record(
+            [
+                {
+                    "type": "loglikelihood",
+                    "index": index[i],
+                    "nfe": nfe_scoring / len(pairs),
+                    "n_tokens": int(n),
+                }
+                for i, n in enumerate(df["n_tokens"])
+            ]
+        )
+        return out
+
+    def _loglikelihood_llada(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
+        """LLaDA's ``get_log_likelihood`` (:func:`dlmeval.scoring.llada_ll.llada_log_likelihood`) on the same
+        token layout as the default estimator, its draws seeded by (run seed, request id)."""
+        from dlmeval.scoring.llada_ll import llada_log_likelihood
+        from dlmeval.seeding import derive_seed, torch_generator
+
+        fmt = self._scorer().formatter
+        out, recs = [], []
+        for i, (c, x) in enumerate(pairs):
+            lay = fmt.layout("cond", x, c)
+            nfe0 = self.lm.nfe
+            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", _rid("ll", c, x)))
+            val = llada_log_likelihood(
+                self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
+            )
+            a, b = lay.candidate
+            recs.append(
+                {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": b - a}
+            )
+            out.append(val)
+        greedy = self._greedy([c for c, _ in pairs], [x for _, x in pairs])
+        self._record(recs)
+        return [(v, bool(g)) for v, g in zip(out, greedy)]
+
+    def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
+        """Whether the argmax reproduces every continuation token with the whole continuation masked."""
+        import torch
+
+        from dlmeval.models.base import length_sorted_batches
+
+        fmt = self._scorer().formatter
+        lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
+        out = [True] * len(lays)
+        m = self.lm
+        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
+            seqs, spans = [], []
+            for i in batch:
+                ids = list(lays[i].ids)
+                a, b = lays[i].candidate
+                spans.append((a, b, ids[a:b]))
+                ids[a:b] = [m.mask_token_id] * (b - a)
+                seqs.append(ids)
+            x, attn = m.pad(seqs)
+            off = m.offset(attn)
+            pos = torch.zeros_like(x, dtype=torch.bool)
+            for r, (a, b, _) in enumerate(spans):
+                pos[r, int(off[r]) + a : int(off[r]) + b] = True
+            with torch.no_grad():
+                ps = m.score_positions(x, attn, pos, top_k=1)
+            top = ps.top_ids[:, 0].tolist()
+            k = 0
+            for r, i in enumerate(batch):
+                a, b, target = spans[r]
+                got = top[k : k + (b - a)]
+                k += b - a
+                out[i] = got == list(target)
+        return out
