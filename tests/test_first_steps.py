@@ -154,3 +154,29 @@ def test_pyproject_license_is_the_pep639_form(field):
     assert req == ["setuptools>=77", "setuptools-scm>=8,<10"]
     assert proj["dynamic"] == ["version"] and "version" not in proj
     assert field in proj
+
+
+def test_every_dependency_has_both_bounds_and_each_package_appears_once():
+    """An install that resolves at once (#36): every requirement names a lower and an upper bound (or one exact
+    version), so pip never walks back through a package's releases, and no package is listed twice (two
+    requirements on one package were how the datasets bound got lost before)."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    reqs = [Requirement(r) for r in meta["project"]["dependencies"]]
+    for extra in meta["project"]["optional-dependencies"].values():
+        reqs += [Requirement(r) for r in extra if not r.startswith(("pytest", "ruff", "hypothesis"))]
+    for r in reqs:
+        ops = {s.operator for s in r.specifier}
+        assert "==" in ops or ({">=", "<"} <= ops or {">=", "<="} <= ops), (
+            f"{r} lacks a lower or an upper bound"
+        )
+    names = [re.sub(r"[-_.]+", "-", Requirement(r).name.lower()) for r in meta["project"]["dependencies"]]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    # datasets 5.1+ needs huggingface-hub >= 1.31, which the pinned transformers (hub < 1.0) refuses
+    (ds,) = [r for r in reqs if r.name == "datasets"]
+    assert not ds.specifier.contains("5.1.0") and ds.specifier.contains("5.0.1")
