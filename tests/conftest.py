@@ -1,6 +1,10 @@
 import pytest
+import torch
 
 from dlmeval.data.paths import data_dir
+
+#: torch's own thread count for this process (what a subprocess of the tests starts with)
+_TORCH_THREADS = torch.get_num_threads()
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +53,13 @@ def peaky():
     with torch.no_grad():
         m.module.get_output_embeddings().weight.mul_(25.0)
     return m
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """Every test leaves torch's intra-op thread count as torch chose it at start: the count is in every run id
+    (#32), so a test that sets it (``--threads``, ``torch.set_num_threads``) must not give later tests' in-process
+    runs other ids than the subprocesses they compare with (those start with torch's own choice)."""
+    yield
+    if torch.get_num_threads() != _TORCH_THREADS:
+        torch.set_num_threads(_TORCH_THREADS)
