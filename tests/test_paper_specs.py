@@ -436,3 +436,15 @@ def test_dllm_transfer_counts_match_values_recorded_from_dllms_code():
     assert rec["source"].startswith("ZHZisZZ/dllm @ ") and len(rec["cases"]) == 60
     for c in rec["cases"]:
         assert dllm_transfer_counts(c["masked"], c["steps"]) == c["counts"], c
+
+
+def test_a_stored_published_table_prints_as_its_cells_do():
+    """Care's and robustness' Markdown read the stored comparison table back through one function."""
+    from dlmeval.protocols.published import Cell, frame, markdown, markdown_of_frame
+
+    cells = [
+        Cell("Care", "Table 3", "none", "MAUVE", 0.601, 0.55, 0.02, "seed 1 only"),
+        Cell("R", "1", "a", "b", 2.0),
+    ]
+    assert markdown_of_frame(frame(cells)) == markdown(cells)
+    assert "-2.55 (seed 1 only)" in markdown(cells)

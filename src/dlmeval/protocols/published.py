@@ -236,6 +236,13 @@ def markdown(cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def markdown_of_frame(df: pd.DataFrame) -> str:
+    """:func:`markdown` of a stored comparison table (:func:`frame`'s columns), as the Care and robustness Markdown
+    outputs print it."""
+    cols = ("paper", "table", "row", "column", "published", "measured", "se", "note")
+    return markdown([Cell(*(r[c] for c in cols)) for r in df.to_dict("records")])
+
+
 def plan_lines(entries: Sequence[Published]) -> list[str]:
     """The published cells, for ``--plan``: one line per row of the paper."""
     if not entries:

@@ -118,24 +118,10 @@ def markdown(name: str, df: pd.DataFrame) -> str:
             }
         )
     elif name == "published" and len(df):
-        from dlmeval.protocols.published import Cell
-        from dlmeval.protocols.published import markdown as published_markdown
+        from dlmeval.protocols.published import markdown_of_frame
 
-        cells = [
-            Cell(
-                r["paper"],
-                r["table"],
-                r["row"],
-                r["column"],
-                r["published"],
-                r["measured"],
-                r["se"],
-                r["note"],
-            )
-            for r in df.to_dict("records")
-        ]
         data = f"\n\nData: {df['data'].iloc[0]}" if "data" in df.columns else ""
-        return f"### {TITLES.get(name, name)}\n\n{published_markdown(cells)}{data}\n"
+        return f"### {TITLES.get(name, name)}\n\n{markdown_of_frame(df)}{data}\n"
     elif name == "leaderboard" and len(df):
         view = _plain(df.drop(columns=["gap_se", "p"]))
         view["gap"] = [_pm(g, s, sign=True) for g, s in zip(df["gap"], df["gap_se"])]

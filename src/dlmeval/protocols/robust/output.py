@@ -78,23 +78,9 @@ def markdown(name: str, df: pd.DataFrame) -> str:
     if df is None or df.empty:
         return f"### {title}\n\n(no rows)\n"
     if name == "published":
-        from dlmeval.protocols.published import Cell
-        from dlmeval.protocols.published import markdown as published_markdown
+        from dlmeval.protocols.published import markdown_of_frame
 
-        cells = [
-            Cell(
-                r["paper"],
-                r["table"],
-                r["row"],
-                r["column"],
-                r["published"],
-                r["measured"],
-                r["se"],
-                r["note"],
-            )
-            for r in df.to_dict("records")
-        ]
-        return f"### {title}\n\n{published_markdown(cells)}\n"
+        return f"### {title}\n\n{markdown_of_frame(df)}\n"
     view = df.copy()
     if name == "reliability":
         view = view[view["count"] > 0]
