@@ -456,7 +456,9 @@ def test_leaderboard_site_renders_in_chromium_with_status_flags(care_tiny, tmp_p
         (site / u).exists() for u in parser.external
     )  # links stay inside
     dom, netlog = run_chromium((site / "models" / f"{rid}.html").as_uri(), tmp_path / "c2", "--dump-dom")
-    assert "✓ verified" in dom and "dlmeval:0.1.0|kind:care|model:tiny-bert@" in dom
+    assert (
+        "✓ verified" in dom and "|kind:care|model:tiny-bert@" in dom and "|src:" in dom
+    )  # the code identity
     assert network_urls(page_requests(netlog)) == []
     parser = DomSections()
     parser.feed(dom)

@@ -99,3 +99,18 @@ def test_register_plugin_from_python(tmp_path):
         assert Perturbation("shout", "char", 0.5).apply("ab", seed=0, item_id="x") == "AB"
     finally:
         PERTURBATIONS.remove("char.shout")
+
+
+def test_quiet_silences_one_command_not_the_next(tmp_path, capsys):
+    """--quiet (global, or leaderboard's own spelling) ends with the command: a later main() in the same process
+    prints again and logs warnings again."""
+    import logging
+
+    from dlmeval.cli.main import main
+
+    store = str(tmp_path / "s.sqlite")
+    assert main(["--store", store, "--quiet", "runs", "list"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["--store", store, "runs", "list"]) == 0
+    assert capsys.readouterr().out != ""
+    assert logging.getLogger("dlmeval").level == logging.INFO

@@ -42,7 +42,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="html,md,csv",
         help="comma-separated formats among html, md, csv (default: all three)",
     )
-    p.add_argument("--quiet", action="store_true", help="do not print the Markdown table")
+    # its own dest: the global -q/--quiet (before the command) prints nothing at all, this one keeps the "wrote" line
+    p.add_argument(
+        "--quiet",
+        dest="no_table",
+        action="store_true",
+        help="do not print the Markdown table (only where it went)",
+    )
     p.add_argument(
         "--site",
         default=None,
@@ -176,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(jsonsafe.dumps({"paths": {k: str(v) for k, v in paths.items()}, **frame_records(df)}))
         return 0
-    if not args.quiet:
+    if not args.no_table:
         for title, table in _tiered_tables(args, getattr(args, "store", None)):
             print(f"{title}\n\n{table}\n")
         print(leaderboard_markdown(df))

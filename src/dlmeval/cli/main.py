@@ -193,9 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     from dlmeval.cli.common import console_logging
 
     console_logging(args.debug)
+    # set on every call: an earlier --quiet main() in the same process must not silence this one
+    logging.getLogger("dlmeval").setLevel(
+        logging.ERROR if args.quiet else logging.DEBUG if args.debug else logging.INFO
+    )
     if args.quiet:
         args.no_progress = True
-        logging.getLogger("dlmeval").setLevel(logging.ERROR)
     if args.sandbox_unsafe:
         from dlmeval.sandbox import UNSAFE_ENV
 
@@ -240,13 +243,19 @@ def _run(args, parallel) -> int:
         apply_threads(args)
         par = parallel.init_from_env()
         who = f"rank {par.rank}: " if par.distributed else ""
+        # --quiet silences this command only: a caller that runs main() in-process (tests, a notebook) gets its
+        # stdout back afterwards; a rank other than 0 stays silent for the life of the process
+        quiet_restore = sys.stdout if (par.is_main and args.quiet) else None
         if not par.is_main or args.quiet:
             args.no_progress = True  # rank 0 draws the job's bars and prints the results
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - restored below under --quiet
         try:
             rc = args.func(args)
         finally:
             parallel.shutdown()
+            if quiet_restore is not None:
+                sys.stdout.close()
+                sys.stdout = quiet_restore
         sys.stdout.flush()  # inside the try: a closed pipe shows up here when stdout is buffered
     except DlmevalError as e:
         _record_stop("failed", str(e))
