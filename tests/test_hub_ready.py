@@ -5,6 +5,7 @@ parquet."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -40,7 +41,9 @@ def test_the_shipped_default_opens_with_auto_classes():
     b = ours.logits(ids["input_ids"], ids["attention_mask"])
     assert torch.equal(a, b)
     card = (ASSET_DIR / "README.md").read_text()
-    assert "library_name: transformers" in card and f"dlmeval {__version__}" in card
+    # the shipped card states the dlmeval that exported the weights (not the one running now: the version comes
+    # from git since #32 and moves with every commit)
+    assert "library_name: transformers" in card and re.search(r"written by dlmeval \d+\.\d+", card)
 
 
 def test_an_adapter_directory_has_a_model_card(tmp_path):
