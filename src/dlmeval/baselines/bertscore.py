@@ -161,8 +161,62 @@ class BERTScore:
         if len(refs) != len(cands) or any(not r for r in refs):
             raise InputError("BERTScore needs one non-empty list of references per candidate")
         self._count_truncated([*cands, *{t for r in refs for t in r}])
-        p, r, f = self.scorer.score(cands, refs, batch_size=self.batch_size)
+        import bert_score.scorer as bs_scorer
+
+        # bert-score embeds the distinct texts in batches ordered by word count, ties in set() order, which follows
+        # the process's string-hash seed: two processes padded different batches and BERTScore moved in the last
+        # bits under one run id (a 1-rank vs 2-rank meta-eval differed). The same computation with ties broken by
+        # the text itself: bert-score's own pieces, only the order fixed (no library option does it).
+        original = bs_scorer.bert_cos_score_idf
+        bs_scorer.bert_cos_score_idf = _cos_score_idf_ordered
+        try:
+            p, r, f = self.scorer.score(cands, refs, batch_size=self.batch_size)
+        finally:
+            bs_scorer.bert_cos_score_idf = original
         return [(float(a), float(b), float(c)) for a, b, c in zip(p.tolist(), r.tolist(), f.tolist())]
+
+
+def _cos_score_idf_ordered(
+    model, refs, hyps, tokenizer, idf_dict, verbose=False, batch_size=64, device="cpu", all_layers=False
+):
+    """``bert_score.utils.bert_cos_score_idf`` with the distinct texts sorted by (word count descending, text):
+    embeddings of each text in batches of ``batch_size``, then greedy matching per pair, as the library does."""
+    import torch
+    from bert_score.utils import get_bert_embedding, greedy_cos_idf
+    from torch.nn.utils.rnn import pad_sequence
+
+    texts = sorted(set(refs) | set(hyps), key=lambda t: (-len(t.split(" ")), t))
+    stats = {}
+    for b in range(0, len(texts), batch_size):
+        batch = texts[b : b + batch_size]
+        embs, masks, idf = get_bert_embedding(
+            batch, model, tokenizer, idf_dict, device=device, all_layers=all_layers
+        )
+        embs, masks, idf = embs.cpu(), masks.cpu(), idf.cpu()
+        for i, t in enumerate(batch):
+            n = int(masks[i].sum().item())
+            stats[t] = (embs[i, :n], idf[i, :n])
+    dev = next(model.parameters()).device
+
+    def padded(batch):
+        emb = [stats[t][0].to(dev) for t in batch]
+        idf = [stats[t][1].to(dev) for t in batch]
+        lens = torch.tensor([e.size(0) for e in emb], dtype=torch.long)
+        mask = torch.arange(int(lens.max())).expand(len(lens), -1) < lens.unsqueeze(1)
+        return (
+            pad_sequence(emb, batch_first=True, padding_value=2.0),
+            mask.to(dev),
+            pad_sequence(idf, batch_first=True),
+        )
+
+    preds = []
+    with torch.no_grad():
+        for b in range(0, len(refs), batch_size):
+            p, r, f = greedy_cos_idf(
+                *padded(refs[b : b + batch_size]), *padded(hyps[b : b + batch_size]), all_layers
+            )
+            preds.append(torch.stack((p, r, f), dim=-1).cpu())
+    return torch.cat(preds, dim=1 if all_layers else 0)
 
 
 def load_bertscore(
