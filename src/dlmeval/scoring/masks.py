@@ -368,7 +368,7 @@ def make_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: np.ran
         return pll_masks(length)
     if scheme in FEATURES:
         _check(length, n_masks, n_rates)
-        return stratified_masks(scheme, length, n_masks, n_rates, rng)
+        return MaskSet(**stratified_masks(scheme, length, n_masks, n_rates, rng))
     raise InputError(f"unknown masking scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
 
 

@@ -44,6 +44,7 @@ included) and ``T = 1`` is the exact pass alone (no control variate in either).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy.stats import binom
@@ -155,12 +156,13 @@ def slot_weights(n_masks: int, n_rates: int) -> tuple[int, float]:
     return n_masks - 1, (1.0 - 1.0 / n_rates) / (n_masks - 1)
 
 
-def stratified_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: np.random.Generator):
-    """The :class:`~dlmeval.scoring.masks.MaskSet` of the scheme ``scheme`` (module docstring): the drawn masks in
-    order (a pair's leader, then its partner), then the exact ``t = 1`` pass; ``weight`` holds each mask's weight in
-    the score, ``control`` the index of the ``t = 1`` mask when the control variate is on."""
-    from dlmeval.scoring.masks import MaskSet
-
+def stratified_masks(
+    scheme: str, length: int, n_masks: int, n_rates: int, rng: np.random.Generator
+) -> dict[str, Any]:
+    """The fields of the :class:`~dlmeval.scoring.masks.MaskSet` of the scheme ``scheme`` (module docstring; masks.py
+    builds the set, so this module imports nothing of it): the drawn masks in order (a pair's leader, then its
+    partner), then the exact ``t = 1`` pass; ``weight`` holds each mask's weight in the score, ``control`` the index
+    of the ``t = 1`` mask when the control variate is on."""
     feats = FEATURES[scheme]
     n, w0 = slot_weights(n_masks, n_rates)
     hidden: list[np.ndarray] = []
@@ -215,13 +217,13 @@ def stratified_masks(scheme: str, length: int, n_masks: int, n_rates: int, rng: 
         size_mean = np.append(_size_means(length, n_rates, n, feats), float(length))
     rate_arr = np.asarray(rate_index, dtype=np.int64)
     strata = np.where(rate_arr == n_rates - 1, 1, 0)  # the drawn units (one stratum, conservative); t = 1
-    return MaskSet(
-        np.stack(hidden),
-        rate_arr,
-        np.asarray(unit, dtype=np.int64),
-        strata.astype(np.int64),
-        np.asarray(empty, dtype=bool),
-        weight=np.asarray(weight, dtype=np.float64),
-        control=control,
-        size_mean=size_mean,
-    )
+    return {
+        "hidden": np.stack(hidden),
+        "rate_index": rate_arr,
+        "unit": np.asarray(unit, dtype=np.int64),
+        "stratum": strata.astype(np.int64),
+        "empty": np.asarray(empty, dtype=bool),
+        "weight": np.asarray(weight, dtype=np.float64),
+        "control": control,
+        "size_mean": size_mean,
+    }
