@@ -57,7 +57,6 @@ dict per request ``{"type", "index", "nfe", ...}``; ``lm.nfe_total`` sums them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -80,6 +79,8 @@ except ImportError:  # pragma: no cover - exercised only without lm-eval
 from dlmeval.errors import InputError
 
 from .lm_eval_ll import LikelihoodConventions
+from .lm_eval_ll import as_bool as _bool
+from .lm_eval_ll import request_id as _request_id
 
 MODEL_NAME = "dlmeval"
 _log = logging.getLogger("dlmeval.lm_eval")
@@ -89,12 +90,6 @@ TASK_TEMPERATURE = ("ignore", "use", "refuse")
 GROUPS = ("doc", "all")
 #: the ``loglikelihood`` estimators under ``likelihood=dlmeval`` (module doc)
 LL_ESTIMATORS = ("diffscore", "llada")
-
-
-def _bool(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _opt_int(v: Any) -> int | None:
@@ -112,10 +107,6 @@ def _batch_size(v: Any) -> int:
         return max(1, int(v))
     except (TypeError, ValueError):
         raise InputError(f"batch_size={v!r}; give a positive integer or auto") from None
-
-
-def _request_id(*parts: Any) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:16]
 
 
 @register_model(MODEL_NAME)

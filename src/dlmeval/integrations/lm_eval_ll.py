@@ -23,8 +23,10 @@ the ``llada`` convention reproduces the harness's numbers (``tests/test_llada_ha
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from dlmeval.errors import InputError
 
@@ -32,18 +34,22 @@ from dlmeval.errors import InputError
 LIKELIHOODS = ("dlmeval", "llada", "dllm")
 
 
-def _rid(*parts):
-    from dlmeval.integrations.lm_eval import _request_id
+def request_id(*parts: Any) -> str:
+    """A request's id (what seeds its draws): 16 hex digits of SHA-256 over its parts."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:16]
 
-    return _request_id(*parts)
+
+def as_bool(v: Any) -> bool:
+    """A model argument as a bool (lm-eval passes ``key=value`` strings)."""
+    if isinstance(v, bool):
+        return v
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 class LikelihoodConventions:
     """The ``loglikelihood`` of each convention; mixed into :class:`dlmeval.integrations.lm_eval.DlmevalLM`."""
 
     def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch) -> None:
-        from dlmeval.integrations.lm_eval import _bool
-
         if likelihood not in LIKELIHOODS:
             raise InputError(
                 f"likelihood={likelihood!r}; choose one of {', '.join(LIKELIHOODS)} (dlmeval: the pair layout and "
@@ -58,7 +64,7 @@ class LikelihoodConventions:
                 f"cfg={cfg} with likelihood={likelihood}: only LLaDA's harness guides likelihoods; use "
                 "likelihood=llada (dllm's applies guidance in generation only)"
             )
-        self.check_greedy = _bool(check_greedy) if check_greedy is not None else likelihood == "llada"
+        self.check_greedy = as_bool(check_greedy) if check_greedy is not None else likelihood == "llada"
         if mc_batch is None:
             mc_batch = self._batch_size if likelihood in ("llada", "dllm") else 16
         self.mc_batch = int(mc_batch)
@@ -87,7 +93,9 @@ class LikelihoodConventions:
                     f"{self.lm.max_length}"
                 )
             nfe0 = self.lm.nfe
-            gen = torch_generator(derive_seed(self.seed, f"lm-eval-{self.likelihood}", _rid("ll", c, x)))
+            gen = torch_generator(
+                derive_seed(self.seed, f"lm-eval-{self.likelihood}", request_id("ll", c, x))
+            )
             val = llada_log_likelihood(
                 self.lm, ids, span, mc_num=self.mc_num, batch_size=self.mc_batch, cfg=self.cfg, generator=gen
             )
@@ -101,7 +109,7 @@ class LikelihoodConventions:
 
     def _loglikelihood_diffscore(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         scorer = self._scorer()
-        ids = [_rid("ll", c, x) for c, x in pairs]
+        ids = [request_id("ll", c, x) for c, x in pairs]
         nfe0 = self.lm.nfe
         df = scorer.score([x for _, x in pairs], [c for c, _ in pairs], config="cond", item_ids=ids)
         nfe_scoring = self.lm.nfe - nfe0
@@ -134,7 +142,7 @@ class LikelihoodConventions:
         for i, (c, x) in enumerate(pairs):
             lay = fmt.layout("cond", x, c)
             nfe0 = self.lm.nfe
-            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", _rid("ll", c, x)))
+            gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", request_id("ll", c, x)))
             val = llada_log_likelihood(
                 self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
             )
