@@ -200,23 +200,21 @@ def _chunk_run(tmp_path):
     return st, run, fixed_chunks(range(6), [f"item/{i}" for i in range(6)], 2)
 
 
-def test_a_chunk_claimed_by_a_dead_process_is_taken_over(tmp_path):
-    st, run, work = _chunk_run(tmp_path)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+def _plant_claim(st, run_id, keys, pid, start) -> None:
+    """A claim on a chunk written as another process (``pid``, its start time ``start``) on this host would."""
     with st.transaction() as c:
         c.execute(lease.CLAIMS_SCHEMA)
         c.execute(
             "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                run.run_id,
-                lease.chunk_id(work[1].keys),
-                lease.holder()[0],
-                dead.pid,
-                "1",
-                "2026-01-01T00:00:00Z",
-            ),
+            (run_id, lease.chunk_id(keys), lease.holder()[0], pid, start, "2026-01-01T00:00:00Z"),
         )
+
+
+def test_a_chunk_claimed_by_a_dead_process_is_taken_over(tmp_path):
+    st, run, work = _chunk_run(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _plant_claim(st, run.run_id, work[1].keys, dead.pid, "1")
     computed = []
     work_loop(run, work, lambda c: computed.append(c.keys) or [{"sq": i * i} for i in c.items])
     assert computed == [c.keys for c in work] and run.get("item/3") == {"sq": 9}
@@ -227,19 +225,7 @@ def test_a_chunk_another_live_process_holds_is_waited_for_not_computed(tmp_path)
     st, run, work = _chunk_run(tmp_path)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        with st.transaction() as c:
-            c.execute(lease.CLAIMS_SCHEMA)
-            c.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id,
-                    lease.chunk_id(work[2].keys),
-                    lease.holder()[0],
-                    other.pid,
-                    lease.process_start(other.pid),
-                    "2026-01-01T00:00:00Z",
-                ),
-            )
+        _plant_claim(st, run.run_id, work[2].keys, other.pid, lease.process_start(other.pid))
 
         def the_other_writes():  # what the other process would do: write the chunk, drop its claim
             time.sleep(1.0)
