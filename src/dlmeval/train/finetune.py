@@ -114,32 +114,31 @@ def read_pairs(path: str | Path) -> list[dict]:
     name = p.name.lower().removesuffix(".gz")
     if name.endswith(".jsonl"):
         rows = [(f"line {n}", v) for n, v in iter_jsonl(p)]
-    elif name.endswith(".parquet"):
+    elif name.endswith((".parquet", ".csv", ".tsv")):
         import pandas as pd
 
+        parquet = name.endswith(".parquet")
         try:
-            df = pd.read_parquet(p)
-        except (ValueError, OSError) as e:
-            raise DataFormatError(f"{p}: not a readable parquet file ({e})") from None
+            if parquet:
+                df = pd.read_parquet(p)
+            else:
+                df = pd.read_csv(
+                    p, sep="\t" if name.endswith(".tsv") else ",", dtype=str, keep_default_na=False
+                )
+        except (ValueError, OSError, UnicodeDecodeError) as e:
+            kind = "parquet" if parquet else "CSV/TSV"
+            raise DataFormatError(f"{p}: not a readable {kind} file ({e})") from None
         missing = [c for c in ("source", "target") if c not in df.columns]
         if missing:
+            where = "no" if parquet else "the header names no"
             raise DataFormatError(
-                f"{p}: no {', '.join(missing)} column; it needs 'source' and 'target' columns"
+                f"{p}: {where} {', '.join(missing)} column; it needs 'source' and 'target'"
+                + (" columns" if parquet else "")
             )
-        rows = [(f"row {i}", r) for i, r in enumerate(df[["source", "target"]].to_dict(orient="records"))]
-    elif name.endswith((".csv", ".tsv")):
-        import pandas as pd
-
-        try:
-            df = pd.read_csv(p, sep="\t" if name.endswith(".tsv") else ",", dtype=str, keep_default_na=False)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise DataFormatError(f"{p}: not a readable CSV/TSV file ({e})") from None
-        missing = [c for c in ("source", "target") if c not in df.columns]
-        if missing:
-            raise DataFormatError(
-                f"{p}: the header names no {', '.join(missing)} column; it needs 'source' and 'target'"
-            )
-        rows = [(f"row {i + 2}", r) for i, r in enumerate(df[["source", "target"]].to_dict(orient="records"))]
+        first = 0 if parquet else 2  # a CSV's first data row is line 2 of the file
+        rows = [
+            (f"row {i + first}", r) for i, r in enumerate(df[["source", "target"]].to_dict(orient="records"))
+        ]
     else:
         raise InputError(
             f"{p}: training data must be a .jsonl, .csv, .tsv or .parquet file of source/target pairs"
