@@ -1,9 +1,8 @@
 """The identity of the code behind a number (issue 32): a version from version control and a digest of the
 package's files.
 
-* :func:`code_version`: in a git checkout, the version setuptools-scm gives it (``0.1.1.dev12+g1a2b3c4d5``, with
-  ``.dYYYYMMDD`` when the tree has uncommitted changes; computed from ``git describe`` when setuptools-scm is not
-  installed); else the version written at install time (``dlmeval/_version.py``, by setuptools-scm), else the
+* :func:`code_version`: in a git checkout, the version setuptools-scm (a dependency) gives it
+  (``0.1.1.dev12+g1a2b3c4d5``, with ``.dYYYYMMDD`` when the tree has uncommitted changes); else the version written at install time (``dlmeval/_version.py``, by setuptools-scm), else the
   package metadata, else ``0+unknown``.
 * :func:`source_digest`: SHA-256 over the relative path and bytes of every file of the installed package (code,
   specs, assets such as the stand-ins' weights; ``__pycache__`` left out). Computed once per process and cached
@@ -21,8 +20,6 @@ import functools
 import hashlib
 import json
 import os
-import re
-import subprocess
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -87,48 +84,12 @@ def _cache_file() -> Path | None:
         return None
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        r = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
 def _checkout_root() -> Path | None:
     """The root of the git checkout the package's sources are in (``src/dlmeval`` of a clone), or None."""
     root = PACKAGE.parent.parent
     if not (root / "pyproject.toml").exists() or not (root / ".git").exists():
         return None
     return root
-
-
-def _from_git(root: Path) -> str | None:
-    """setuptools-scm's default version scheme from ``git describe`` (its ``guess-next-dev`` and
-    ``node-and-date``), for when setuptools-scm itself is not installed."""
-    desc = _git(root, "describe", "--tags", "--long", "--match", "*[0-9]*")
-    node = _git(root, "rev-parse", "--short=9", "HEAD")  # as setuptools-scm 9 abbreviates it
-    if node is None:
-        return None
-    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
-    m = re.match(r"^v?(\d+(?:\.\d+)*)-(\d+)-g([0-9a-f]+)$", desc or "")
-    if m and m.group(2) == "0":
-        base = m.group(1)
-    elif m:
-        parts = m.group(1).split(".")
-        parts[-1] = str(int(parts[-1]) + 1)
-        base = ".".join(parts) + f".dev{m.group(2)}"
-    else:  # no tag: setuptools-scm counts from fallback_version (pyproject.toml: 0.1.0)
-        count = _git(root, "rev-list", "--count", "HEAD") or "0"
-        base = f"0.1.1.dev{count}"
-    local = f"g{node}"
-    if dirty:
-        import datetime as dt
-
-        local += dt.date.today().strftime(".d%Y%m%d")
-    return f"{base}+{local}"
 
 
 @functools.cache
@@ -140,13 +101,8 @@ def code_version() -> str:
             from setuptools_scm import get_version
 
             return get_version(root=str(root), fallback_version="0.1.0")
-        except ImportError:
+        except Exception:  # noqa: BLE001 - no git on PATH or a broken checkout: the installed version below
             pass
-        except Exception:  # noqa: BLE001 - setuptools-scm failed on this checkout: fall back to git
-            pass
-        v = _from_git(root)
-        if v:
-            return v
     try:
         from dlmeval._version import version  # written by setuptools-scm when the package is built
 
