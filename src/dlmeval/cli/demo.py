@@ -118,14 +118,13 @@ DEMO_PROMPTS = [
 def sample_stage(dlm, store, seed: int, log) -> dict:
     """A few continuations from the default model with :data:`DEMO_SAMPLE`, stored as a ``sample`` run."""
     from dlmeval.metrics.diversity import distinct_n
-    from dlmeval.protocols.sample import sample_prompts
+    from dlmeval.protocols.sample import run_config, sample_prompts, store_samples
     from dlmeval.sampling import RemaskingSampler, SamplerConfig
 
     cfg = SamplerConfig(steps=DEMO_SAMPLE["length"], seed=seed, **DEMO_SAMPLE)
     got = sample_prompts(RemaskingSampler(dlm, cfg), DEMO_PROMPTS, [str(i) for i in range(len(DEMO_PROMPTS))])
-    run = store.open_run("sample", {**got.config, "prompts": DEMO_PROMPTS}, [dlm], seed=seed)
-    run.put_many([(r["item_id"], {**r, "prompt": p}) for r, p in zip(got.records, DEMO_PROMPTS)])
-    run.finish()
+    records = [{**r, "prompt": p} for r, p in zip(got.records, DEMO_PROMPTS)]
+    run = store_samples(store, records, run_config(got, DEMO_PROMPTS), dlm, seed, command_line="dlmeval demo")
     for r, p in zip(got.records, DEMO_PROMPTS):
         log(f"  {p} ... {r['text']}  [nfe {r['nfe']}]")
     d2 = distinct_n([r["text"] for r in got.records], 2)

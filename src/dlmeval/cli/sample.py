@@ -161,7 +161,8 @@ def _read_prompts(args) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from dlmeval.models.registry import load_diffusion
-    from dlmeval.protocols.sample import sample_prompts
+    from dlmeval.protocols.sample import run_config as sample_run_config
+    from dlmeval.protocols.sample import sample_prompts, store_samples
     from dlmeval.sampling import RemaskingSampler, SamplerConfig
     from dlmeval.store.signature import Signature
 
@@ -207,11 +208,8 @@ def run(args: argparse.Namespace) -> int:
     nfe_all = [r["nfe"] for r in records]
     for rec, (i, _) in zip(records, items):
         rec["prompt"] = prompts[i]
-    # the run is named by the sampler's settings and by the prompts it was given (two commands with different
-    # prompts are two runs, never one run whose item "0" means two things)
-    # and by its batching: which prompts share a forward pass, and a padded row's logits move in the last bits
-    # with its batch (length_sorted_batches), so a near-tie could flip a token (none did on the CPU: docs)
-    run_config = {**config, "batch_size": min(batch_size, len(items)), **_prompts_config(prompts, n)}
+    # named by the sampler's settings, the prompts and the batching (protocols.sample.run_config)
+    run_config = sample_run_config(got, prompts, num_samples=n, batch_size=batch_size)
     sig = Signature.create("sample", run_config, [model], seed=cfg.seed)
     if store_path is not None and current().is_main:  # every rank holds every record; rank 0 writes them
         import shlex
@@ -220,11 +218,14 @@ def run(args: argparse.Namespace) -> int:
         from dlmeval.store import RunStore
 
         with RunStore(store_path) as store:
-            run_obj = store.open_run(
-                "sample", run_config, [model], cfg.seed, command_line=shlex.join(["dlmeval", *sys.argv[1:]])
+            run_obj = store_samples(
+                store,
+                records,
+                run_config,
+                model,
+                cfg.seed,
+                command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
             )
-            run_obj.put_many([(rec["item_id"], rec) for rec in records])
-            run_obj.finish()
             sig = run_obj.signature  # what is printed is what is stored (issue 32)
     payload = {
         "signature": sig.short(),
@@ -253,11 +254,3 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"signature: {sig.short()}")
     emit(args, payload, "\n".join(lines))
     return 0
-
-
-def _prompts_config(prompts: list[str], n: int) -> dict:
-    import hashlib
-    import json
-
-    digest = hashlib.sha256(json.dumps(prompts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-    return {"prompts_sha256": digest, "n_prompts": len(prompts), "num_samples": n}

@@ -45,4 +45,34 @@ def sample_prompts(
     return Samples([got[k]["record"] for k in ids], first["config"], first["nfe_predicted"])
 
 
-__all__ = ["Samples", "sample_prompts"]
+def run_config(
+    samples: Samples, prompts: Sequence[str], *, num_samples: int = 1, batch_size: int | None = None
+) -> dict[str, Any]:
+    """The configuration a ``sample`` run is stored under: the sampler's settings, the prompts it was given (two
+    runs with other prompts are two runs, never one run whose item "0" means two things) and its batching (which
+    prompts share a forward pass: a padded row's logits move in the last bits with its batch)."""
+    import hashlib
+    import json
+
+    n = len(samples.records)
+    digest = hashlib.sha256(json.dumps(list(prompts), ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+    return {
+        **samples.config,
+        "batch_size": min(batch_size or n, n),
+        "prompts_sha256": digest,
+        "n_prompts": len(prompts),
+        "num_samples": num_samples,
+    }
+
+
+def store_samples(
+    store, records: Sequence[dict], config: dict[str, Any], model, seed: int, command_line=None
+):
+    """Open (or reopen) the ``sample`` run of ``config``, write every record under its item id and finish it."""
+    run = store.open_run("sample", config, [model], seed, command_line=command_line)
+    run.put_many([(rec["item_id"], rec) for rec in records])
+    run.finish()
+    return run
+
+
+__all__ = ["Samples", "run_config", "sample_prompts", "store_samples"]
