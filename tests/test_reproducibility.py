@@ -374,3 +374,21 @@ def test_care_prints_the_stored_signature(tmp_path):
         assert (
             _stored(tmp_path, rid).split("|model:")[1].split("|")[0] != out["signature"].split("|model:")[1]
         )
+
+
+def test_version_flag_prints_the_version_runs_record(capsys):
+    """`dlmeval --version` is the code version a run signature records, not the package's fallback string."""
+    from dlmeval.cli.main import main
+    from dlmeval.store.code import code_version
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"dlmeval {code_version()}"
+
+
+def test_the_install_time_version_file_is_not_part_of_the_source_digest():
+    """setuptools-scm writes _version.py with the git node and a date at each install: a reinstall of the same
+    sources must keep their digest (else every stored run is refused as other code)."""
+    from dlmeval.store import code
+
+    assert all(p.name != "_version.py" or p.parent != code.PACKAGE for p in code._files())

@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 
-from dlmeval import __version__
 from dlmeval.cli.options import add_code_change_arg, apply_threads
 from dlmeval.errors import DlmevalError
 
@@ -54,6 +53,17 @@ Every result is printed with its run signature; runs are stored in SQLite (--sto
 """
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the code version every run signature records (from git in a checkout), computed only when
+    asked (it may run git)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from dlmeval.store.code import code_version
+
+        print(f"dlmeval {code_version()}")  # on stdout, as argparse's version action prints
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dlmeval",
@@ -61,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"dlmeval {__version__}")
+    p.add_argument("--version", action=_VersionAction, nargs=0, help="show the version runs record and exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output on stdout")
     p.add_argument(

@@ -2,8 +2,8 @@
 package's files.
 
 * :func:`code_version`: in a git checkout, the version setuptools-scm (a dependency) gives it
-  (``0.1.1.dev12+g1a2b3c4d5``, with ``.dYYYYMMDD`` when the tree has uncommitted changes); else the version written at install time (``dlmeval/_version.py``, by setuptools-scm), else the
-  package metadata, else ``0+unknown``.
+  (``0.1.1.dev12+g1a2b3c4d5``, with ``.dYYYYMMDD`` when the tree has uncommitted changes); else the version
+  written at install time (``dlmeval/_version.py``, by setuptools-scm), else 0.1.0.
 * :func:`source_digest`: SHA-256 over the relative path and bytes of every file of the installed package (code,
   specs, assets such as the stand-ins' weights; ``__pycache__`` left out). Computed once per process and cached
   on disk (``<dlmeval cache>/code-digest.json``) under a fingerprint of every file's path, size and modification
@@ -27,11 +27,19 @@ PACKAGE = Path(__file__).resolve().parent.parent
 ALLOW_ENV = "DLMEVAL_ALLOW_CODE_CHANGE"
 
 
+#: written by setuptools-scm at install time with the git node and a date: the version is recorded on its own
+#: (``code.version``), and a reinstall of the same sources must not give them another digest
+_GENERATED = ("_version.py",)
+
+
 def _files() -> list[Path]:
     return sorted(
         p
         for p in PACKAGE.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.suffix not in (".pyc", ".pyo")
+        and p.relative_to(PACKAGE).as_posix() not in _GENERATED
     )
 
 
@@ -103,13 +111,7 @@ def code_version() -> str:
             return get_version(root=str(root), fallback_version="0.1.0")
         except Exception:  # noqa: BLE001 - no git on PATH or a broken checkout: the installed version below
             pass
-    try:
-        from dlmeval._version import version  # written by setuptools-scm when the package is built
-
-        return str(version)
-    except ImportError:
-        pass
-    from dlmeval import __version__
+    from dlmeval import __version__  # setuptools-scm's _version.py when installed, else the fallback
 
     return __version__
 
