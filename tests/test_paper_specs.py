@@ -448,3 +448,19 @@ def test_a_stored_published_table_prints_as_its_cells_do():
     ]
     assert markdown_of_frame(frame(cells)) == markdown(cells)
     assert "-2.55 (seed 1 only)" in markdown(cells)
+
+
+def test_the_dream_rows_baseline_columns_read_its_own_baseline():
+    """Dream-7B-Base's Care run compares origin (its baseline) with entropy: the leaderboard row's baseline
+    columns read the origin cells, not a `none` that run never had."""
+    from dlmeval.protocols.care.leaderboard import _diffusion_row, load_leaderboard
+
+    spec = load_leaderboard("care-leaderboard")
+    r = next(r for r in spec.rows if r.label == "Dream-7B-Base")
+    lb = pd.DataFrame(
+        [{"ppl_origin": 11.0, "mauve_origin": 0.95, "ppl_entropy": 12.0, "mauve_entropy": 0.92}]
+    )
+    cells = pd.DataFrame({"strategy": ["origin", "entropy"], "nfe": [256.0, 300.0]})
+    row = _diffusion_row(spec, r, lb, cells)
+    assert (row["mauve_none"], row["ppl_none"], row["nfe_none"]) == (0.95, 11.0, 256.0)
+    assert (row["mauve_strategy"], row["nfe_strategy"]) == (0.92, 300.0)

@@ -112,7 +112,9 @@ def _first(df: pd.DataFrame | None, col: str):
 def _diffusion_row(
     spec: LeaderboardSpec, r: Row, lb: pd.DataFrame | None, cells: pd.DataFrame | None
 ) -> dict:
-    base, strat = spec.baseline, spec.row_strategy(r)
+    # the row's own baseline (Dream-7B-Base: origin), as its Care run and the plan name it; the columns keep the
+    # table's "none" names (the paper's column is the no-remask baseline of each row)
+    base, strat = spec.row_baseline(r), spec.row_strategy(r)
 
     def nfe(strategy):
         if cells is None or cells.empty:
