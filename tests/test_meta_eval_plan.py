@@ -88,3 +88,20 @@ def test_both_suite_protocols_in_results_where_they_differ(tmp_path, data_root):
     )  # recorded once, as bartscore
     assert not real.duplicated(["metric", "protocol"]).any()
     assert set(res.loc[res["benchmark"] == "Rank19", "suite_protocol"]) == {"bartscore"}
+
+
+def test_the_two_suite_protocols_are_two_summary_runs(tmp_path, data_root):
+    """--protocol paper and --protocol bartscore on the same selection share their component (score) runs but
+    not the summary run: the second must not overwrite the first's results and tables in the store."""
+    from dlmeval.cli.main import main
+    from dlmeval.store import RunStore
+
+    store = tmp_path / "s.sqlite"
+    base = ["--store", str(store), "--no-progress", "meta-eval", "--data-dir", str(data_root), "--benchmarks",
+            "REALSumm", "--limit", "48", "--metrics", "lexical", "--bootstrap", "0"]  # fmt: skip
+    for proto in ("paper", "bartscore"):
+        assert main([*base, "--protocol", proto, "--out", str(tmp_path / proto)]) == 0
+    with RunStore(store, must_exist=True) as s:
+        summaries = [r for r in s.list_runs() if r["kind"] == "meta-eval"]
+        lexical = [r for r in s.list_runs() if r["kind"] != "meta-eval"]
+    assert len(summaries) == 2 and len(lexical) == 1

@@ -88,6 +88,9 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
             "confidence": opts.confidence,
             "alpha": opts.alpha,
             "ci_protocols": opts.ci_protocols,
+            # the suite protocol decides the primary rows and the paper tables: a bartscore run is another summary
+            # run (written only when it is not the default, so the default's run ids stay)
+            **({"protocol": opts.protocol} if opts.protocol != "paper" else {}),
         },
         [c.run.signature.models[0] for c in suite.components.values() if c.run.signature.models],
         {n: df if isinstance(df.index, pd.RangeIndex) else df.reset_index() for n, df in all_tables.items()},
