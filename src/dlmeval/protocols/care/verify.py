@@ -142,27 +142,40 @@ def verify_care_run(
 
     import torch
 
+    from dlmeval.store.signature import current_numerics
+
     hw = hardware(ident.get("device", "cpu"), ident.get("dtype", "?"))
+    # the run's thread count, which its run id carries (it moves last bits): recomputed with the same one
+    was = torch.get_num_threads()
+    rec_num = sig.numerics or {}
+    if rec_num.get("threads"):
+        torch.set_num_threads(int(rec_num["threads"]))
+    now = current_numerics([ident])
     exact = (
         str(ident.get("device", "")).split(":")[0] == str(recorded.get("device", "")).split(":")[0]
         and ident.get("dtype") == recorded.get("dtype")
         and torch.__version__ == sig.versions.get("torch")
+        # the instruction set and deterministic kernels move last bits too (docs/scaling.md)
+        and all(rec_num.get(k) in (None, now.get(k)) for k in ("cpu_capability", "deterministic"))
     )
     tol = EXACT if exact else CROSS_HARDWARE
-    return verify_units(
-        store,
-        run,
-        chunks,
-        recompute,
-        sample=sample,
-        seed=seed,
-        hw=hw,
-        exact=exact,
-        identities=[ident],
-        progress=progress,
-        ignore=TIMING,
-        tables=lambda: check_tables(run, spec, units, **tol),
-    )
+    try:
+        return verify_units(
+            store,
+            run,
+            chunks,
+            recompute,
+            sample=sample,
+            seed=seed,
+            hw=hw,
+            exact=exact,
+            identities=[ident],
+            progress=progress,
+            ignore=TIMING,
+            tables=lambda: check_tables(run, spec, units, **tol),
+        )
+    finally:
+        torch.set_num_threads(was)
 
 
 #: record fields that measure time, not results: never compared
