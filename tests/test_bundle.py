@@ -505,3 +505,27 @@ def test_a_bundle_of_the_same_run_made_with_other_versions_merges_and_says_so(tm
             a.get_run(run.run_id).warnings()
         )
         assert a.get_run(run.run_id).signature.versions["torch"] != "9.9.9"  # the store's own stays
+
+
+def test_a_bundle_of_the_run_made_by_other_code_is_refused_as_a_resume_is(tmp_path, monkeypatch):
+    """Importing records into a stored run follows the rule of opening it again: the same source digest, or
+    --allow-code-change (recorded as a warning on the run)."""
+    from dlmeval.store import code
+
+    with RunStore(tmp_path / "a.sqlite") as a:
+        run = toy_run(a, keys=range(3))
+    with RunStore(tmp_path / "b.sqlite") as b:
+        other = toy_run(b, keys=range(3, 6))
+        d = jsonsafe.loads(b.execute("SELECT signature FROM runs").fetchone()[0])
+        d["code"] = {**d["code"], "source_sha256": "ab" * 32}
+        with b.transaction() as c:
+            c.execute("UPDATE runs SET signature = ?", (jsonsafe.dumps(d),))
+        export_bundle(b.get_run(other.run_id), tmp_path / "b.zip")
+    monkeypatch.delenv(code.ALLOW_ENV, raising=False)
+    with RunStore(tmp_path / "a.sqlite") as a:
+        with pytest.raises(InputError, match=f"run {run.run_id} was made by .*--allow-code-change"):
+            import_bundle(a, tmp_path / "b.zip")
+        assert len(a.get_run(run.run_id)) == 3  # nothing written
+        monkeypatch.setenv(code.ALLOW_ENV, "1")
+        assert import_bundle(a, tmp_path / "b.zip").added == 3
+        assert any("with --allow-code-change" in w for w in a.get_run(run.run_id).warnings())

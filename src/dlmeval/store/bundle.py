@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from dlmeval.errors import InputError
+from dlmeval.store import code as code_id
 from dlmeval.store import jsonsafe
 from dlmeval.store.db import Run, RunStore, _now, natural_key
 from dlmeval.store.signature import Signature
@@ -355,6 +356,14 @@ def _import_run(c, path: Path, br: BundleRun) -> dict[str, int]:
         # the same run id: the same kind, config, models and seed; what else the signatures carry (library
         # versions) may differ, as when a run is resumed after an upgrade: kept as the store has it, and said
         old = jsonsafe.loads(have[1])
+        # records of other code join the run only as a resume by other code may (--allow-code-change)
+        note = code_id.check_same_code(rid, old.get("code"), br.signature.get("code"), code_id.allowed())
+        if note:
+            c.execute(
+                "INSERT INTO warnings (run_id, message, first_seen, last_seen, count) VALUES (?, ?, ?, ?, 1) "
+                "ON CONFLICT (run_id, message) DO UPDATE SET last_seen = excluded.last_seen",
+                (rid, f"bundle {path.name} {note}", now, now),
+            )
         moved = sorted(
             k for k in set(old) | set(br.signature) if old.get(k) != br.signature.get(k) and k != "short"
         )

@@ -130,3 +130,23 @@ def describe(code: dict | None) -> str:
 
 def allowed() -> bool:
     return os.environ.get(ALLOW_ENV, "") not in ("", "0")
+
+
+def check_same_code(run_id: str, before: dict | None, now: dict | None, allow: bool) -> str | None:
+    """The one rule for adding results to a stored run (opening it again, importing a bundle of it): the same
+    source digest, or ``allow`` (``--allow-code-change``), which returns the note the run records. Raises
+    :class:`~dlmeval.errors.InputError` naming both identities otherwise."""
+    from dlmeval.errors import InputError
+
+    if (before or {}).get("source_sha256") == (now or {}).get("source_sha256"):
+        return None
+    if not allow:
+        raise InputError(
+            f"run {run_id} was made by {describe(before)}; this is {describe(now)}: adding to it would mix results "
+            "of two code versions in one run; pass --allow-code-change to do it anyway (the run records it), or use "
+            "another --store"
+        )
+    return (
+        f"resumed by {describe(now)} with --allow-code-change; the run was made by {describe(before)}: results "
+        "written before and after may differ"
+    )

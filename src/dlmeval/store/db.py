@@ -267,19 +267,9 @@ class RunStore:
         with self.transaction() as c:
             row = c.execute("SELECT signature FROM runs WHERE run_id = ?", (rid,)).fetchone()
             if row is not None:
-                before = jsonsafe.loads(row[0]).get("code")
-                if (before or {}).get("source_sha256") != (sig.code or {}).get("source_sha256"):
-                    if not allow_code_change:
-                        raise InputError(
-                            f"run {rid} was made by {code_id.describe(before)}; this is "
-                            f"{code_id.describe(sig.code)}: resuming would mix results of two code versions "
-                            "in one run; pass --allow-code-change to resume it anyway (the run records it), or "
-                            "use another --store"
-                        )
-                    code_note = (
-                        f"resumed by {code_id.describe(sig.code)} with --allow-code-change; the run was made "
-                        f"by {code_id.describe(before)}: results written before and after may differ"
-                    )
+                code_note = code_id.check_same_code(
+                    rid, jsonsafe.loads(row[0]).get("code"), sig.code, allow_code_change
+                )
             if row is None:
                 names = ",".join(str(m.get("name", "?")) for m in sig.models)
                 c.execute(
