@@ -1,12 +1,13 @@
 """Which sampler settings give readable text from the embedded default model (#36, MODEL.md "Readable samples").
 
-    .venv/bin/python benchmarks/bench_sample_readability.py            # about 3 CPU-minutes
+    .venv/bin/python benchmarks/bench_sample_readability.py            # 1,100 s on 2 shared cores (MODEL.md)
 
 For each setting, 24 prompts (the first 8 words of the first 24 documents of the webtext stand-in, the Care demo's
 prompt source) get one 32-token continuation each (seeded by (seed, item id)). Reported per setting: the longest run
 of one token id repeated back to back in any sample, how many samples hold a run of 4 or more, and Distinct-2 over
 all samples (dlmeval.metrics.distinct_n, whitespace words). Readable means: no run of 4+ and Distinct-2 >= 0.5.
-The last line names the first readable setting of the grid, which ``dlmeval demo`` uses (cli/demo.py DEMO_SAMPLE).
+The last line names the first readable setting of the grid, or "none of the grid" (so it was on 2026-12-03: the
+last row came closest, and ``dlmeval demo`` uses it, cli/demo.py DEMO_SAMPLE; MODEL.md "Readable samples").
 """
 
 from __future__ import annotations

@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ):  # too late to matter once torch is loaded (a caller that imported it first)
         thread_policy()
     argv = list(sys.argv[1:] if argv is None else argv)
-    _load_plugins(argv[: argv.index("lm-eval")] if "lm-eval" in argv else argv, "--debug" in argv)
+    cut = next((argv.index(c) for c in PASSTHROUGH if c in argv), len(argv))  # another program's arguments
+    _load_plugins(argv[:cut], "--debug" in argv)
     parser = build_parser()
     argv, rest = _split_passthrough(argv, parser)
     args = parser.parse_args(argv)

@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from dlmeval.errors import InputError, ModelNotFoundError
+from dlmeval.models.validate import first_line as _first_line
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -289,8 +290,3 @@ def attach_info(model, info: AdapterInfo) -> None:
     if layout.get("chat") is False:
         model.has_chat_template = False
     model.invalidate_identity()
-
-
-def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.family import FAMILIES, Family, LoadOptions, family_for_spec
+from dlmeval.models.validate import first_line as _first_line
 
 #: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
 #: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
@@ -189,11 +190,6 @@ def _typed_load_errors(fn):
             raise
 
     return wrapper
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 @_typed_load_errors

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -61,7 +61,6 @@ class Cell:
     measured: float = math.nan
     se: float = math.nan
     note: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def diff(self) -> float:
@@ -267,6 +266,7 @@ __all__ = [
     "compare",
     "frame",
     "markdown",
+    "markdown_of_frame",
     "parse_entries",
     "plan_lines",
     "plan_records",
