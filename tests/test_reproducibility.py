@@ -370,10 +370,13 @@ def test_care_prints_the_stored_signature(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout)
     assert out["signature"] == _stored(tmp_path, out["sweep_run"])
-    for rid in out["model_runs"].values():  # each model's run: its stored signature names that model
-        assert (
-            _stored(tmp_path, rid).split("|model:")[1].split("|")[0] != out["signature"].split("|model:")[1]
-        )
+    sweep_models = out["signature"].split("|model:")[1].split("|")[0].split("+")
+    own = [_stored(tmp_path, rid).split("|model:")[1].split("|")[0] for rid in out["model_runs"].values()]
+    # each model's run names its own model beside the evaluator they share; the sweep names all of them
+    firsts = [o.split("+")[0] for o in own]
+    shared = {o.split("+", 1)[1] for o in own}
+    assert len(set(firsts)) == 2 and len(shared) == 1
+    assert sorted(sweep_models) == sorted([*firsts, *shared])
 
 
 def test_version_flag_prints_the_version_runs_record(capsys):
