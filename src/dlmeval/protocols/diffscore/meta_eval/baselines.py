@@ -158,9 +158,13 @@ class LexicalFamily(MetricFamily):
         return cand.lower(), [t.lower() for t in dict.fromkeys(targets)]
 
     def score(self, bench, frame, units, done):
+        from dlmeval.parallel import current
+
         self._r155 = {}
-        if self.opts.rouge_impl == "rouge155" and units:
-            # every pending output of the benchmark against each of its references in one batch of Perl processes
+        # one process: every pending output of the benchmark against each of its references in one batch of Perl
+        # processes (a Perl start per chunk costs more than the chunk). Under several ranks each rank computes only
+        # its share of the chunks, so it runs Perl per chunk in compute() instead of the whole benchmark W times.
+        if self.opts.rouge_impl == "rouge155" and units and not current().distributed:
             from dlmeval.protocols.diffscore.meta_eval.work import unit_keys
 
             ids = self.metrics(bench)
