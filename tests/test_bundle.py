@@ -467,23 +467,28 @@ def test_leaderboard_site_renders_in_chromium_with_status_flags(care_tiny, tmp_p
 
 def test_site_reads_published_values_from_a_leaderboard_spec_row(tmp_path):
     """A model page shows the paper's values where a care-leaderboard run lists the model's run and its spec row
-    carries ``published`` (as the paper specs do); none where no row does."""
+    carries ``published`` (as the paper specs do): through the comparison table run_leaderboard stores, measured
+    beside published; none where no row does."""
     import pandas as pd
 
+    from dlmeval.protocols.care.leaderboard import load_leaderboard, published_comparison
+    from dlmeval.protocols.published import frame
     from dlmeval.report.site import published_values
 
+    spec = load_leaderboard("care-leaderboard")
+    label = "LLaDA-8B-Base"
     with RunStore(tmp_path / "s.sqlite") as s:
         rid = toy_run(s).run_id
-        rows = [
-            {"label": "LLaDA-8B-Base", "published": {"mauve_none": 0.948, "gap": 0.296}},
-            {"label": "Other"},
-        ]
-        lb = s.open_run("care-leaderboard", {"rows": rows})
-        lb.put_table(
-            "leaderboard_rows", pd.DataFrame({"model": ["LLaDA-8B-Base", "Other"], "care_run": [rid, "x"]})
+        table = pd.DataFrame(
+            {"model": [label, "Other"], "care_run": [rid, "x"], "mauve_none": [0.9, 0.5], "gap": [0.25, 0.1]}
         )
-        assert published_values(s, rid) == {"mauve_none": 0.948, "gap": 0.296}
-        assert published_values(s, "x") == {} and published_values(s, "nope") == {}
+        lb = s.open_run("care-leaderboard", spec.config())
+        lb.put_table("leaderboard_rows", table)
+        lb.put_table("published", frame(published_comparison(spec, table)))
+        pub = published_values(s, rid)
+        got = dict(zip(pub["column"], zip(pub["published"], pub["measured"])))
+        assert got["mauve_none"] == (0.948, 0.9) and got["gap"][1] == 0.25
+        assert published_values(s, "x").empty and published_values(s, "nope").empty
 
 
 def test_a_bundle_of_the_same_run_made_with_other_versions_merges_and_says_so(tmp_path):

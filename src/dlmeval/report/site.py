@@ -80,28 +80,24 @@ def _flag(status: str) -> str:
     return f'<span class="status {html.escape(status)}">{html.escape(FLAGS.get(status, status))}</span>'
 
 
-def published_values(store, run_id: str) -> dict[str, Any]:
-    """The paper's values for a model run, where a ``care-leaderboard`` run of the store lists it and its spec
-    row carries ``published = {...}`` (else ``{}``)."""
-    from dlmeval.protocols.care.leaderboard_spec import RUN_KIND
-
-    for info in store.list_runs(RUN_KIND):
+def published_values(store, run_id: str) -> pd.DataFrame:
+    """The paper's values beside ours for a model run: the rows of the ``published`` table a ``care-leaderboard``
+    run stored for the row that lists this run (empty where none does)."""
+    for info in store.list_runs(
+        "care-leaderboard"
+    ):  # the leaderboard run kind (report/ reads, never imports, it)
         lb = store.get_run(info["run_id"])
-        if "leaderboard_rows" not in lb.tables():
+        tables = lb.tables()
+        if "leaderboard_rows" not in tables or "published" not in tables:
             continue
         t = lb.get_table("leaderboard_rows")
-        if "care_run" not in t.columns:
-            continue
-        hit = t[t["care_run"] == run_id]
+        hit = t[t["care_run"] == run_id] if "care_run" in t.columns else t.iloc[:0]
         if not len(hit):
             continue
-        label = hit.iloc[0]["model"]
-        cfg = lb.signature.config
-        for rows in (cfg.get("rows"), (cfg.get("raw") or {}).get("rows")):
-            for row in rows or ():
-                if isinstance(row, dict) and row.get("label") == label and row.get("published"):
-                    return dict(row["published"])
-    return {}
+        pub = lb.get_table("published")
+        mine = pub[pub["row"] == f"model={hit.iloc[0]['model']}"]
+        return mine[["column", "published", "measured", "diff", "diff_se", "note"]].reset_index(drop=True)
+    return pd.DataFrame()
 
 
 def _evidence_html(st: dict[str, Any]) -> str:
@@ -144,21 +140,9 @@ def _model_page(store, run, rows: pd.DataFrame, st: dict[str, Any], bundle: str 
         parts.append(f' · <a href="../{html.escape(bundle)}">bundle</a>')
     parts.append("</p><h2>Status</h2>" + _evidence_html(st))
     pub = published_values(store, run.run_id)
-    if pub:
-        row = rows.iloc[0]
-        ours = {
-            "mauve_none": row.get("mauve_baseline"),
-            "mauve_strategy": row.get("mauve_strategy"),
-            "ppl_none": row.get("ppl_baseline"),
-            "ppl_strategy": row.get("ppl_strategy"),
-            "gap": row.get("gap"),
-            "humaneval_pass1": row.get("humaneval_pass1"),
-        }
-        df = pd.DataFrame(
-            [{"metric": k, "published": v, "measured": ours.get(k, float("nan"))} for k, v in pub.items()]
-        )
+    if len(pub):
         parts.append(
-            "<h2>Published</h2>" + table_html(TableView(df, caption="The paper's value beside ours"))
+            "<h2>Published</h2>" + table_html(TableView(pub, caption="The paper's value beside ours"))
         )
     else:
         parts.append("<h2>Published</h2><p>The spec lists no published value for this model.</p>")

@@ -99,6 +99,11 @@ def run_leaderboard(
         RUN_KIND, spec.config(), identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )
     run.put_table("leaderboard_rows", table)
+    cells = published_comparison(spec, table)
+    if cells:  # the paper's value of every cell beside ours, stored as Care and robust runs store theirs
+        from dlmeval.protocols.published import frame as published_frame
+
+        run.put_table("published", published_frame(cells))
     run.finish()
     return run.run_id, table
 
