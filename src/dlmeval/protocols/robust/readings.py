@@ -93,7 +93,9 @@ def readings(spec: RobustSpec) -> dict[str, str]:
             )
         )
         out["probe_layers"] = f'{where} ([probes] layers = "paper" | [...] | n_layers = N)'
-        sc = _opt(spec, "probes", "scaler", False)
+        from dlmeval.protocols.robust.probe_linear import SCALER
+
+        sc = _opt(spec, "probes", "scaler", SCALER)
         out["probe_scaler"] = (
             f"StandardScaler {'on' if sc else 'off'}"
             + (" (the paper's probes: raw hidden states)" if not sc else " (the paper's probes use none)")
