@@ -64,7 +64,7 @@ from dlmeval.scoring.spec import (  # noqa: F401  (re-exported: the estimator AP
     mask_values,
     resolve_estimator,
 )
-from dlmeval.scoring.stratified import FEATURES as STRATIFIED
+from dlmeval.scoring.stratified import has_rate_profile
 from dlmeval.seeding import numpy_rng
 
 log = logging.getLogger(__name__)
@@ -562,7 +562,7 @@ class DiffScorer:
         T = self.spec.n_rates
         if self.spec.scheme == "pll":
             return score, 0.0, []
-        if self.spec.scheme in STRATIFIED:
+        if not has_rate_profile(self.spec.scheme):
             # a stratified mask at rate t_k may cover only part of that rate's sizes: the per-rate means are not
             # S(t_k) in expectation (only their weighted sum, the score, is), so none is reported
             return score, _stratified_se(values, masks), self._nan_profile()
@@ -645,13 +645,12 @@ class DiffScorer:
             per_tok = _nanmean(lp, axis=0)
             by_rate = []
             if self.spec.scheme != "pll":
+                none = [math.nan] * lp.shape[1]
                 for k in range(self.spec.n_rates):
                     sel = d.masks.rate_index == k
-                    if self.spec.scheme in STRATIFIED:  # not a per-rate estimate (see _summary)
-                        sel = np.zeros_like(sel)
-                    by_rate.append(
-                        _nanmean(lp[sel], axis=0).tolist() if sel.any() else [math.nan] * lp.shape[1]
-                    )
+                    # the stratified schemes: not a per-rate estimate (see _summary)
+                    ok = sel.any() and has_rate_profile(self.spec.scheme)
+                    by_rate.append(_nanmean(lp[sel], axis=0).tolist() if ok else none)
         return {
             f"tokens{sfx}": toks,
             f"token_logprob{sfx}": per_tok.tolist(),

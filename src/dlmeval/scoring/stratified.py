@@ -67,6 +67,12 @@ FEATURES: dict[str, frozenset[str]] = {
 
 
 @lru_cache(maxsize=256)
+def has_rate_profile(scheme: str) -> bool:
+    """Whether the scheme's per-rate means estimate the paper's S(t_k): not for the schemes of this module
+    (``combined``, the default, among them), whose weighted sum alone is unbiased, nor for ``pll`` (no rates)."""
+    return scheme not in FEATURES and scheme != "pll"
+
+
 def joint_cells(length: int, n_rates: int, *, below_one: bool = True) -> np.ndarray:
     """``p(k, m)`` as a ``[T', L + 1]`` array (``T' = T - 1`` rates below 1, or all T), rows the rates ``t_k = k/T``,
     columns the sizes ``m = 0..L``: ``Binomial(m; L, t_k) / T'``. Ordered by rate, then size, it is the CDF the

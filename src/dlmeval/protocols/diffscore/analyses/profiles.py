@@ -33,11 +33,11 @@ def needed_configs(task: str, dims, all_configs: bool = False) -> tuple[list[str
 
 
 def gives_profiles(scheme: str) -> bool:
-    """Whether the scheme's per-rate means estimate the paper's S(t_k): not for the stratified schemes of
-    :mod:`dlmeval.scoring.stratified` (``combined``, the default, among them), whose weighted sum alone is unbiased."""
-    from dlmeval.scoring.stratified import FEATURES
+    """Whether the scheme's per-rate means estimate the paper's S(t_k) (:func:`dlmeval.scoring.stratified.
+    has_rate_profile`, which the estimator reads too)."""
+    from dlmeval.scoring.stratified import has_rate_profile
 
-    return scheme not in FEATURES and scheme != "pll"
+    return has_rate_profile(scheme)
 
 
 def benchmark_profiles(
