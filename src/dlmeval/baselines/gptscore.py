@@ -140,6 +140,6 @@ def gptscore(
         raise InputError(f"unknown GPTScore direction(s) {bad}; choose from {', '.join(DIRECTIONS)}")
     from dlmeval.baselines.seq2seq import bartscore
 
-    # the same direction and best-reference logic as BARTScore's (GPTScore's ref_hypo / hypo_ref / avg_f are
-    # BARTScore's); only the scorer differs
+    # the same directions as BARTScore's (GPTScore's ref_hypo / hypo_ref / avg_f are BARTScore's) and the best
+    # reference of several (bartscore's ref_agg="max"; --ref-agg does not reach this family); only the scorer differs
     return bartscore(scorer, candidates, sources=sources, references=references, directions=directions)

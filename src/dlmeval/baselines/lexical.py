@@ -92,8 +92,9 @@ def combine_references(
     """Per-reference ``{type: (recall, precision, f)}`` combined over the references, each of R, P, F on its
     own: ``"mean"`` or ``"max"`` (BARTScore's ``np.mean`` / ``np.max`` over ``axis=0``, SUM/score.py; the max F
     is rouge-score's ``score_multi`` F, whose best reference is chosen by F)."""
-    if agg not in ("mean", "max"):
-        raise InputError(f"reference aggregation must be 'mean' or 'max', got {agg!r}")
+    from dlmeval.baselines.likelihood import check_ref_agg
+
+    check_ref_agg(agg)
     if not per_ref:
         raise InputError("a reference-based metric needs at least one reference")
     f = (lambda xs: sum(xs) / len(xs)) if agg == "mean" else max

@@ -70,6 +70,29 @@ class ARScorer:
         return out
 
 
+#: how a reference-based score combines several references: the mean over them (BARTScore's SUM/score.py at the
+#: commit of its pickles) or the best one; one list for every metric that takes --ref-agg
+REF_AGGS = ("mean", "max")
+
+
+def check_ref_agg(agg: str) -> str:
+    """``agg`` if it is one of :data:`REF_AGGS` (checked before any scoring), else one clear error."""
+    if agg not in REF_AGGS:
+        raise InputError(f"reference aggregation must be 'mean' or 'max', got {agg!r}")
+    return agg
+
+
+def reduce_references(values, owner: Sequence[int], n: int, agg: str) -> np.ndarray:
+    """Per-candidate values of per-(candidate, reference) rows (:func:`flat_references`' ``owner``): their mean
+    (``"mean"``) or their largest (``"max"``)."""
+    own, vals = np.asarray(owner), np.asarray(values, dtype=float)
+    if check_ref_agg(agg) == "mean":
+        return np.bincount(own, weights=vals, minlength=n) / np.bincount(own, minlength=n)
+    best = np.full(n, -np.inf)
+    np.maximum.at(best, own, vals)
+    return best
+
+
 def flat_references(
     candidates: Sequence[str], references: Sequence[str | Sequence[str]]
 ) -> tuple[list[str], list[str], list[int]]:
@@ -115,6 +138,8 @@ def directional_scores(
     want_ref = any(d in directions for d in ("r2h", "h2r", "f"))
     if want_ref and (references is None or len(references) != n):
         raise InputError("the r2h / h2r / f directions need references for every candidate")
+    if want_ref:
+        check_ref_agg(ref_agg)  # before any forward pass
     if "s2h" in directions:
         out["s2h"] = scorer.mean_logprobs(list(sources), list(candidates))
         if cuts is not None:
@@ -127,22 +152,16 @@ def directional_scores(
         out["mar"] = scorer.mean_logprobs([None] * n, list(candidates))
     if want_ref:
         flat_c, flat_r, owner = flat_references(candidates, references)
-        r2h = scorer.mean_logprobs(flat_r, flat_c)
-        h2r = scorer.mean_logprobs(flat_c, flat_r)
-        best_r2h = np.full(n, -np.inf)
-        best_h2r = np.full(n, -np.inf)
-        best_f = np.full(n, -np.inf)
-        if ref_agg not in ("max", "mean"):
-            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
-        for k, i in enumerate(owner):
-            best_r2h[i] = max(best_r2h[i], r2h[k])
-            best_h2r[i] = max(best_h2r[i], h2r[k])
-            best_f[i] = max(best_f[i], (r2h[k] + h2r[k]) / 2)
-        if ref_agg == "mean":
-            own, cnt = np.asarray(owner), np.bincount(np.asarray(owner), minlength=n)
-            best_r2h = np.bincount(own, weights=np.asarray(r2h, dtype=float), minlength=n) / cnt
-            best_h2r = np.bincount(own, weights=np.asarray(h2r, dtype=float), minlength=n) / cnt
-            best_f = (best_r2h + best_h2r) / 2
+        r2h = np.asarray(scorer.mean_logprobs(flat_r, flat_c))
+        h2r = np.asarray(scorer.mean_logprobs(flat_c, flat_r))
+        best_r2h = reduce_references(r2h, owner, n, ref_agg)
+        best_h2r = reduce_references(h2r, owner, n, ref_agg)
+        # max: the best per-reference F; mean: F of the mean directions (the same quantity, as F is linear)
+        best_f = (
+            reduce_references((r2h + h2r) / 2, owner, n, ref_agg)
+            if ref_agg == "max"
+            else (best_r2h + best_h2r) / 2
+        )
         if "r2h" in directions:
             out["r2h"] = best_r2h.tolist()
         if "h2r" in directions:

@@ -214,8 +214,9 @@ class MoverScore:
     ) -> list[float]:
         """MoverScore of each candidate against its best reference (``ref_agg="max"``) or the mean over its
         references (``"mean"``, as BARTScore's SUM/score.py averages ``word_mover_score`` over them)."""
-        if ref_agg not in ("max", "mean"):
-            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
+        from dlmeval.baselines.likelihood import check_ref_agg
+
+        check_ref_agg(ref_agg)
         cands = list(candidates)
         refs = [[r] if isinstance(r, str) else list(dict.fromkeys(r)) for r in references]
         if len(refs) != len(cands) or any(not r for r in refs):

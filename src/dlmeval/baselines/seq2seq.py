@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dlmeval.baselines.likelihood import flat_references
+from dlmeval.baselines.likelihood import check_ref_agg, flat_references, reduce_references
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.base import (
     ModelIdentity,
@@ -198,6 +198,8 @@ def bartscore(
         raise InputError("the s2h / h2s / sbi directions need one source per candidate")
     if want_ref and (references is None or len(references) != n):
         raise InputError("the r2h / h2r / f directions need references for every candidate")
+    if want_ref:
+        check_ref_agg(ref_agg)  # before any forward pass
     out: dict[str, np.ndarray] = {}
     if want_src:
         if any(d in directions for d in ("s2h", "sbi")):
@@ -212,16 +214,8 @@ def bartscore(
         flat_c, flat_r, owner = flat_references(candidates, references)
         r2h = np.asarray(scorer.mean_logprobs(flat_r, flat_c))
         h2r = np.asarray(scorer.mean_logprobs(flat_c, flat_r))
-        own = np.asarray(owner)
-        if ref_agg not in ("max", "mean"):
-            raise InputError(f"reference aggregation must be 'mean' or 'max', got {ref_agg!r}")
         for name, vals in (("r2h", r2h), ("h2r", h2r), ("f", (r2h + h2r) / 2)):
-            if ref_agg == "mean":
-                out[name] = np.bincount(own, weights=vals, minlength=n) / np.bincount(own, minlength=n)
-                continue
-            best = np.full(n, -np.inf)
-            np.maximum.at(best, own, vals)
-            out[name] = best
+            out[name] = reduce_references(vals, owner, n, ref_agg)
     return {d: [float(x) for x in out[d]] for d in directions}
 
 

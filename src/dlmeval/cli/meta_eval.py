@@ -97,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="mean",
         metavar="RULE",
         help="several references (SummEval's 11): mean (default; BARTScore's SUM/score.py averages every metric over "
-        "the references) or max (the best reference) of ROUGE's and BERTScore's per-reference P / R / F",
+        "the references) or max (the best reference), for ROUGE, BERTScore and MoverScore and the AR and BARTScore "
+        "directions (GPTScore keeps the best reference)",
     )
     p.add_argument(
         "--text-form",

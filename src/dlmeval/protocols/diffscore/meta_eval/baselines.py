@@ -18,7 +18,6 @@ BERTSCORE_VARIANTS = ("bertscore_r", "bertscore_p")
 ROUGE_IMPLS = ("rouge-score", "rouge155")
 ROUGE_IMPL_LABELS = {"rouge-score": "rouge-score", "rouge155": "ROUGE-1.5.5"}
 #: ``--ref-agg``: how a metric's per-reference values combine over several references
-REF_AGGS = ("mean", "max")
 #: ``--text-form``: BARTScore's text per metric, or the detokenized text for every metric
 TEXT_FORMS = ("bartscore", "detok")
 _VARIANT_NAMES = {"f": "F1", "r": "R", "p": "P"}

@@ -221,7 +221,8 @@ class SuiteOptions:
 
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
-        from dlmeval.protocols.diffscore.meta_eval.baselines import REF_AGGS, ROUGE_IMPLS, TEXT_FORMS
+        from dlmeval.baselines.likelihood import REF_AGGS
+        from dlmeval.protocols.diffscore.meta_eval.baselines import ROUGE_IMPLS, TEXT_FORMS
 
         if self.rouge_impl not in ROUGE_IMPLS:
             raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
