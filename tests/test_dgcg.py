@@ -206,3 +206,17 @@ def test_degradation_and_min_length():
     assert append_suffix("What is it? ", " foo bar ") == "What is it? foo bar"
     with pytest.raises(InputError):
         GCGConfig(steps=0)
+
+
+def test_attack_item_encodes_a_chat_prompt_as_the_responder_does():
+    """A chat model that takes its template without a leading [CLS] (BERT-Chat): the attacked prompt starts as the
+    clean prompt the responder encodes with ``encode_chat`` does, not with a [CLS] only the attack had."""
+    from dlmeval.models import load_diffusion
+
+    m = load_diffusion("tiny-bert-chat")
+    wrap = lambda u: f"question {u} answer"  # noqa: E731
+    it = attack_item(m, "the cat sat", "on the red house", "q", wrap=wrap)
+    clean = m.encode_chat("question the cat sat")
+    assert list(it.before) == list(clean) and it.before[0] != m.tokenizer.cls_token_id
+    plain = attack_item(m, "the cat sat", "on the red house", "q")  # no template: the plain prompt encoding
+    assert plain.before[0] == m.tokenizer.cls_token_id

@@ -120,7 +120,8 @@ def attack_item(
     """Split a user message for the attack: the suffix goes right after the user text, inside the chat template
     (``wrap``, e.g. :func:`dlmeval.tasks.chat_formatter`) when there is one.
 
-    ``before`` is encoded with special tokens and without trailing EOS ids (as the sampler encodes a prompt),
+    ``before`` is encoded with special tokens (a chat-templated one as the model encodes chat prompts,
+    ``encode_chat``) and without trailing EOS ids (as the sampler encodes a prompt),
     ``after`` (the rest of the template) and ``target`` without special tokens. Give ``target_text`` the spacing
     it has after the prompt (e.g. ``" Paris"`` for a causal LM whose prompt ends in ``"Answer:"``).
     """
@@ -129,7 +130,10 @@ def attack_item(
     if at < 0:
         raise InputError("the chat template does not contain the user text; cannot place the suffix")
     cut = at + len(user_text)
-    before = list(model.encode(wrapped[:cut]))
+    # a chat-templated prompt is encoded as the family's own code encodes it (BERT-Chat, A2D: no [CLS] / BOS
+    # before the template), as the responder encodes the same prompt without a suffix
+    enc = getattr(model, "encode_chat", None) if wrap is not None else None
+    before = list(enc(wrapped[:cut]) if enc is not None else model.encode(wrapped[:cut]))
     eos = set(getattr(model, "eos_token_ids", ()))
     while before and before[-1] in eos:
         before.pop()
