@@ -70,7 +70,7 @@ class Hooks:
     write: Callable[[dict[str, pd.DataFrame], Any, str], Path] | None = None
 
 
-def run_protocol(
+def run_entries(
     hooks: Hooks,
     entries: Iterable[Any],
     store,
@@ -78,10 +78,12 @@ def run_protocol(
     models: Mapping[str, Any] | None = None,
     command_line: str | None = None,
     say: Callable[[str], None] | None = None,
-    out_dir: str | Path | None = None,
+    finish: str = "done",
 ) -> Done:
-    """Run (or resume) every entry, then the whole, into ``store`` (see the module docstring). ``models`` maps an
-    entry name to an already loaded model (kept: never freed here); ``say`` is called on every rank (gate it)."""
+    """The per-entry part of :func:`run_protocol`: take or load each entry's model, open its run, compute, sync,
+    finish it as ``finish`` (``"shard i/n"`` for a job's part of a run), keep its warnings, free the model.
+    ``models`` maps an entry name to an already loaded model (kept: never freed here); ``say`` is called on every
+    rank (gate it)."""
     models = dict(models or {})
     say = say or (lambda s: None)
     main = current().is_main
@@ -105,7 +107,7 @@ def run_protocol(
         # data parallel: what this rank wrote or warned after compute's last work_loop reaches rank 0 before the
         # run finishes (a warning of a rank other than 0 waits in its outbox until a sync; a no-op in one process)
         sync(run)
-        run.finish()
+        run.finish(finish)
         if main:
             done.warnings += [f"{name}: {w}" for w in run.warnings()]
         done.seconds[name] = round(time.perf_counter() - t0, 2)
@@ -113,6 +115,23 @@ def run_protocol(
         if not own:
             gc.collect()
             empty_cuda()
+    return done
+
+
+def run_protocol(
+    hooks: Hooks,
+    entries: Iterable[Any],
+    store,
+    *,
+    models: Mapping[str, Any] | None = None,
+    command_line: str | None = None,
+    say: Callable[[str], None] | None = None,
+    out_dir: str | Path | None = None,
+) -> Done:
+    """Run (or resume) every entry (:func:`run_entries`), then the whole, into ``store`` (see the module
+    docstring)."""
+    main = current().is_main
+    done = run_entries(hooks, entries, store, models=models, command_line=command_line, say=say)
     done.tables = hooks.tables(done)
     done.whole = put_whole(
         store,
@@ -154,4 +173,4 @@ def put_whole(
     return run
 
 
-__all__ = ["Done", "Hooks", "put_whole", "run_protocol"]
+__all__ = ["Done", "Hooks", "put_whole", "run_entries", "run_protocol"]

@@ -36,7 +36,7 @@ from dlmeval.protocols.care.prompts import (
     model_label,
 )
 from dlmeval.protocols.care.spec import CareSpec
-from dlmeval.protocols.skeleton import Hooks, run_protocol
+from dlmeval.protocols.skeleton import Hooks, run_entries, run_protocol
 
 RUN_KIND = "care"
 SWEEP_KIND = "care-sweep"
@@ -108,43 +108,45 @@ def run_care(
             allow_download=allow_download,
         )
 
-    if shard is not None:
-        return run_shard(
-            spec, store, shard, load, metrics, data, data_dir, models, command_line, progress, say
-        )
-
     def compute(model_spec: str, model, run) -> tuple[list[dict], list[dict]]:
         cells, down = run_model(
-            spec, model_label(model_spec), model, run, metrics, data_dir, progress, say, model_spec=model_spec
+            spec,
+            model_label(model_spec),
+            model,
+            run,
+            metrics,
+            data_dir,
+            progress,
+            say,
+            model_spec=model_spec,
+            shard=shard,
         )
-        for name, df in _tables(spec, cells, down).items():
-            run.put_table(name, df)
+        if shard is None:  # a shard job computes generations only: the tables come from the merged records
+            for name, df in _tables(spec, cells, down).items():
+                run.put_table(name, df)
         return cells, down
 
-    done = run_protocol(
-        Hooks(
-            kind=RUN_KIND,
-            whole_kind=SWEEP_KIND,
-            load=load,
-            config=lambda model_spec: {**spec.config(model_spec), "data": data},
-            compute=compute,
-            whole_config={**spec.config(), "data": data},
-            tables=lambda done: _tables(
-                spec,
-                [c for cells, _ in done.records for c in cells],
-                [d for _, down in done.records for d in down],
-            ),
-            seed=spec.seed,
-            announce=lambda model_spec: f"care: model {model_spec}",
-            identities=metrics.identities(),
-            write=lambda tables, out, sig: write_tables(tables, out, header=f"Care sweep {spec.name}: {sig}"),
+    hooks = Hooks(
+        kind=RUN_KIND,
+        whole_kind=SWEEP_KIND,
+        load=load,
+        config=lambda model_spec: {**spec.config(model_spec), "data": data},
+        compute=compute,
+        whole_config={**spec.config(), "data": data},
+        tables=lambda done: _tables(
+            spec,
+            [c for cells, _ in done.records for c in cells],
+            [d for _, down in done.records for d in down],
         ),
-        spec.models,
-        store,
-        models=models,
-        command_line=command_line,
-        say=say,
-        out_dir=out_dir,
+        seed=spec.seed,
+        announce=lambda model_spec: f"care: model {model_spec}",
+        identities=metrics.identities(),
+        write=lambda tables, out, sig: write_tables(tables, out, header=f"Care sweep {spec.name}: {sig}"),
+    )
+    if shard is not None:
+        return run_shard(hooks, spec, store, shard, models, command_line, say)
+    done = run_protocol(
+        hooks, spec.models, store, models=models, command_line=command_line, say=say, out_dir=out_dir
     )
     return CareResult(
         spec,
@@ -157,44 +159,26 @@ def run_care(
     )
 
 
-def run_shard(
-    spec, store, shard, load, metrics, data, data_dir, models, command_line, progress, say
-) -> CareResult:
+def run_shard(hooks, spec, store, shard, models, command_line, say) -> CareResult:
     """Part ``i`` of ``n`` of every model's generations (``--shard i/n``), each into the model's own run (the
-    run a single job opens: the shard is not part of the signature); the run finishes as ``shard i/n``. Importing
-    the ``n`` jobs' bundles into one store and rerunning the command there without ``--shard`` computes the
-    summaries and tables from the merged records."""
+    run a single job opens: the shard is not part of the signature), through the skeleton's per-model loop; each
+    run finishes as ``shard i/n``. Importing the ``n`` jobs' bundles into one store and rerunning the command there
+    without ``--shard`` computes the summaries and tables from the merged records."""
     from dlmeval.store.shard import shard as check
 
     check((), *shard)  # validates i and n
-    out = CareResult(spec)
-    for model_spec in spec.models:
-        model = models[model_spec] if model_spec in models else load(model_spec)
-        run = store.open_run(
-            RUN_KIND,
-            {**spec.config(model_spec), "data": data},
-            [model.identity(), *metrics.identities()],
-            seed=spec.seed,
-            command_line=command_line,
-        )
-        out.model_runs[model_spec] = run.run_id
-        say(f"care: model {model_spec} shard {shard[0]}/{shard[1]} -> run {run.run_id}")
-        run_model(
-            spec,
-            model_label(model_spec),
-            model,
-            run,
-            metrics,
-            data_dir,
-            progress,
-            say,
-            model_spec=model_spec,
-            shard=shard,
-        )
-        run.finish(f"shard {shard[0]}/{shard[1]}")
-        out.signature = run.signature.short()
-        out.warnings += [f"{model_spec}: {w}" for w in run.warnings()]
-        del model
+    done = run_entries(
+        dataclasses.replace(hooks, announce=lambda m: f"care: model {m} shard {shard[0]}/{shard[1]}"),
+        spec.models,
+        store,
+        models=models,
+        command_line=command_line,
+        say=say,
+        finish=f"shard {shard[0]}/{shard[1]}",
+    )
+    out = CareResult(spec, model_runs=done.run_ids, warnings=done.warnings)
+    if done.run_ids and current().is_main:
+        out.signature = store.get_run(list(done.run_ids.values())[-1]).signature.short()
     return out
 
 
