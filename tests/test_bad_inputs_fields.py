@@ -109,7 +109,8 @@ def test_candidates_id_of_a_wrong_type_fails_before_the_store(tmp_path, capsys):
 def test_task_rows_labels_of_a_wrong_type_fail():
     ok = {"ctx_a": "A man", "ctx_b": "walks", "activity_label": "Walking", "endings": ["a", "b", "c", "d"]}
     assert hellaswag_items([{**ok, "label": "2"}])[0].gold == 2  # the hub's string label
-    for bad in (2.7, True, None, "two"):
+    # "²" and "٣" pass str.isdigit but are no index of a hub label: a clear error, not int()'s ValueError
+    for bad in (2.7, True, None, "two", "²", "٣"):
         with pytest.raises(DataFormatError, match=r"hellaswag row 0: field 'label' is"):
             hellaswag_items([{**ok, "label": bad}])
     arc = {"question": "Q?", "choices": {"text": ["x", "y"], "label": ["A", "B"]}, "answerKey": "B"}

@@ -125,6 +125,7 @@ def test_endpoint_judge_reads_top_logprobs():
                 {"token": "2", "logprob": math.log(0.2)},
                 {"token": "The", "logprob": math.log(0.15)},
                 {"token": "9", "logprob": math.log(0.05)},  # outside 1-5
+                {"token": "²", "logprob": math.log(0.01)},  # str.isdigit, but no score: skipped, no crash
             ]
             body = json.dumps(
                 {"choices": [{"logprobs": {"content": [{"token": "4", "top_logprobs": tops}]}}]}

@@ -214,6 +214,10 @@ def test_items_are_in_natural_key_order_with_flattened_columns(store):
     assert list(df["m.nfe"]) == [1, 2, 10]
     empty = store.open_run("demo", {}, [], seed=1).items()
     assert list(empty.columns) == ["key"] and len(empty) == 0
+    # a key made of a superscript digit (str.isdigit but not int()-able) sorts as text instead of crashing
+    odd = store.open_run("demo", {}, [], seed=2)
+    odd.put_many([("²", {"score": 1.0}), ("1", {"score": 2.0})])
+    assert list(odd.items()["key"]) == ["1", "²"]
 
 
 def test_results_with_prefix_match_the_prefix_exactly_and_stay_in_their_run(store):

@@ -297,7 +297,7 @@ class EndpointJudge:
             lp: dict[int, float] = {}
             for t in tops:
                 tok = str(t.get("token", "")).strip()
-                if tok.isdigit() and int(tok) in form.scores:
+                if tok.isascii() and tok.isdigit() and int(tok) in form.scores:
                     s = int(tok)
                     lp[s] = float(np.logaddexp(lp.get(s, -math.inf), float(t["logprob"])))
             out.append(weighted_score(lp))

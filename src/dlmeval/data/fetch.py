@@ -238,7 +238,7 @@ def _download(f: DataFile, url: str, dest: Path, timeout: float, deadline: float
                 "`dlmeval data fetch`"
             ) from None
         got = h.hexdigest()
-        if declared is not None and declared.isdigit() and n < int(declared):
+        if declared is not None and declared.isascii() and declared.isdigit() and n < int(declared):
             raise InputError(
                 f"cannot fetch {f.name} from {url}: the connection closed after {n} of {declared} bytes; rerun "
                 "`dlmeval data fetch`"

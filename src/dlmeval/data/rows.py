@@ -218,7 +218,8 @@ def hellaswag_items(rows: Sequence[dict], label: str = "hellaswag") -> list[Hell
         label = r.get("label")
         # an index: an integer, or the hub's string of digits ("2"); a float or a bool would be cut to one
         if isinstance(label, bool) or not (
-            isinstance(label, int) or (isinstance(label, str) and label.strip().isdigit())
+            isinstance(label, int)
+            or (isinstance(label, str) and label.strip().isascii() and label.strip().isdigit())
         ):
             raise DataFormatError(
                 f"{w}: field 'label' is {type(label).__name__} ({label!r}), not an index (a test split has none)"

@@ -93,7 +93,7 @@ def _now() -> str:
 
 def natural_key(key: str) -> list[tuple[int, Any]]:
     """Sort key that orders ``item-2`` before ``item-10``."""
-    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", key) if t != ""]
+    return [(0, int(t)) if t.isdecimal() else (1, t) for t in re.split(r"(\d+)", key) if t != ""]
 
 
 # ---------------------------------------------------------------------------------------------- store
