@@ -49,6 +49,37 @@ def test_score_without_sources_is_unconditional_and_cond_still_needs_them():
         s.score(["the cat sat"], config="cond")
 
 
+@pytest.mark.parametrize(
+    "spec, runner",
+    [
+        ("care-tiny", "dlmeval.protocols.care.run_care"),
+        ("robust-tiny", "dlmeval.protocols.robust.run_robust"),
+        # a leaderboard spec's name starts with "care" too: it is told by its kind, not its name
+        ("care-leaderboard-tiny", "dlmeval.protocols.care.leaderboard.run_leaderboard"),
+    ],
+)
+def test_run_spec_routes_each_spec_kind_to_its_protocol(spec, runner, tmp_path, monkeypatch):
+    import importlib
+
+    import dlmeval
+
+    module, name = runner.rsplit(".", 1)
+    seen = []
+    monkeypatch.setattr(importlib.import_module(module), name, lambda s, st, **kw: seen.append(s) or "ran")
+    assert dlmeval.run_spec(spec, store=tmp_path / "store") == "ran"
+    assert seen[0].name == spec
+
+
+def test_run_spec_refuses_a_spec_of_no_protocol(tmp_path):
+    import dlmeval
+    from dlmeval.errors import InputError
+
+    bad = tmp_path / "other.toml"
+    bad.write_text('name = "other"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="starts with 'care'"):
+        dlmeval.run_spec(bad, store=tmp_path / "store")
+
+
 @pytest.mark.slow
 def test_the_docs_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -100,7 +100,9 @@ def run_spec(spec: str | os.PathLike, *, store: str | os.PathLike | None = None,
     """Run (or resume) a protocol spec (a built-in name such as ``care-tiny`` or ``robust-tiny``, or a TOML file)
     into the run store ``store`` (default: ``DLMEVAL_STORE`` or the user data directory); keywords go to
     :func:`dlmeval.protocols.care.run_care` / :func:`dlmeval.protocols.robust.run_robust` (``device``,
-    ``out_dir``, ``models``, ``progress``...). Returns the protocol's result (its tables and run ids)."""
+    ``out_dir``, ``models``, ``progress``...), or, for a leaderboard spec (``kind = "care-leaderboard"``), to
+    :func:`dlmeval.protocols.care.leaderboard.run_leaderboard`. Returns the protocol's result (its tables and run
+    ids; a leaderboard's ``(run id, table)``)."""
     import tomllib
     from pathlib import Path
 
@@ -109,7 +111,14 @@ def run_spec(spec: str | os.PathLike, *, store: str | os.PathLike | None = None,
     name = str(spec)
     if Path(name).is_file():
         name = str(tomllib.loads(Path(name).read_text(encoding="utf-8")).get("name", Path(name).stem))
-    if name.startswith("care"):
+    from dlmeval.protocols.care.leaderboard import is_leaderboard_spec
+
+    if is_leaderboard_spec(
+        spec
+    ):  # kind = "care-leaderboard": its rows, each a Care run, and the paper's table
+        from dlmeval.protocols.care.leaderboard import load_leaderboard as load_spec
+        from dlmeval.protocols.care.leaderboard import run_leaderboard as runner
+    elif name.startswith("care"):
         from dlmeval.protocols.care import load_spec
         from dlmeval.protocols.care import run_care as runner
     elif name.startswith("robust"):
