@@ -57,6 +57,12 @@ def test_a_run_stopped_by_an_input_error_is_failed_with_the_message(tmp_path, mo
     assert main(["--store", str(store), "runs", "list"]) == 0
     out = capsys.readouterr().out
     assert f"failed: {run['run_id']}: texts.jsonl row 3: field 'doc_id'" in out and "to resume" in out
+    # the thread count is part of the run id: the hint states it, so another machine resumes this run
+    import torch
+
+    assert f"--threads {torch.get_num_threads()}` to resume" in run["resume"]
+    # and the command is the one main() was given, not the test runner's sys.argv
+    assert run["resume"].startswith(f"rerun `dlmeval --store {store} score --model tiny-llada")
     assert main(["--store", str(store), "runs", "show", run["run_id"]]) == 0
     shown = capsys.readouterr().out
     assert "status failed" in shown and "field 'doc_id' is a list" in shown
@@ -245,3 +251,17 @@ def test_a_chunk_another_live_process_holds_is_waited_for_not_computed(tmp_path)
     assert computed == [work[0].keys, work[1].keys]  # the held chunk was not computed here
     assert run.get("item/5") == {"sq": 25} and len(run) == 6
     st.close()
+
+
+def test_the_resume_hint_adds_the_recorded_thread_count_only_where_missing_and_accepted():
+    from dlmeval.store.lease import resume_hint
+
+    sig = "dlm:x|seed:0|cfg:1|threads:3|det:0|device:cpu"
+    assert (
+        resume_hint("dlmeval score --model m", sig) == "rerun `dlmeval score --model m --threads 3` to resume"
+    )
+    assert resume_hint("dlmeval score --threads 2", sig) == "rerun `dlmeval score --threads 2` to resume"
+    assert resume_hint("dlmeval score --threads=2", sig).endswith("--threads=2` to resume")
+    assert resume_hint("dlmeval lm-eval --model m", sig) == "rerun `dlmeval lm-eval --model m` to resume"
+    assert resume_hint("dlmeval score", "dlm:x|seed:0") == "rerun `dlmeval score` to resume"
+    assert resume_hint(None, sig) == "rerun its command to resume"

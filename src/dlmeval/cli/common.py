@@ -47,11 +47,18 @@ def model_kwargs(args) -> dict[str, Any]:
     }
 
 
+def command_line(args) -> str:
+    """The command line recorded with a run: the arguments main() was given (set by :func:`dlmeval.cli.main.main`;
+    sys.argv for a handler called some other way)."""
+    import shlex
+
+    return getattr(args, "command_line", None) or shlex.join(["dlmeval", *sys.argv[1:]])
+
+
 def protocol_kwargs(args) -> dict[str, Any]:
     """What a protocol runner (``run_care``, ``run_robust``) takes from the command line: the model settings, the
     data directory, the command line for the run record, progress bars, and progress lines on stderr (none with
     --json)."""
-    import shlex
 
     quiet = getattr(args, "json", False)
     from dlmeval.parallel import current
@@ -61,7 +68,7 @@ def protocol_kwargs(args) -> dict[str, Any]:
         **model_kwargs(args),
         "evaluator_device": None if ev is None else current().device(ev),
         "data_dir": args.data_dir,
-        "command_line": shlex.join(["dlmeval", *sys.argv[1:]]),
+        "command_line": command_line(args),
         "progress": not args.no_progress,
         "echo": None if quiet else (lambda s: print(s, file=sys.stderr, flush=True)),
     }

@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -188,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     ):  # too late to matter once torch is loaded (a caller that imported it first)
         thread_policy()
     argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(argv)
     cut = next((argv.index(c) for c in PASSTHROUGH if c in argv), len(argv))  # another program's arguments
     _load_plugins(argv[:cut], "--debug" in argv)
     parser = build_parser()
     argv, rest = _split_passthrough(argv, parser)
     args = parser.parse_args(argv)
+    # the run record's command line: what this call was given (main(argv) in a notebook or a test is not sys.argv)
+    args.command_line = shlex.join(["dlmeval", *given])
     if rest is not None:
         args.passthrough_args = rest
     # offline by default: nothing below may reach a hub unless a command passes --allow-download

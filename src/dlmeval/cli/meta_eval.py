@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 import sys
 from pathlib import Path
 
-from dlmeval.cli.common import emit
+from dlmeval.cli.common import command_line, emit
 from dlmeval.cli.options import (
     add_batching_args,
     add_estimator_group,
@@ -311,7 +310,7 @@ def run(args) -> int:
     if getattr(args, "plan", False):
         return _plan(args)
     opts = _options(args)
-    command_line = shlex.join(["dlmeval", *sys.argv[1:]])
+    cmd_line = command_line(args)
     # validate, then open: the options, the data files and the models are checked before the store is opened
     # (or created), so a bad input leaves it exactly as it was
     if args.out is not None and not args.out.strip():
@@ -348,7 +347,7 @@ def run(args) -> int:
         inputs.prepare()
     with open_store(args.store) as store:
         if args.analysis:
-            suite = Suite(inputs, store, command_line=command_line)
+            suite = Suite(inputs, store, command_line=cmd_line)
             tables = run_analysis(args.analysis, suite, **kw)
             if not current().is_main:
                 return 0  # rank 0 writes the outputs
@@ -369,7 +368,7 @@ def run(args) -> int:
                 text + f"\ntables: {out}/",
             )
             return 0
-        report = run_suite(opts, store, command_line=command_line, inputs=inputs)
+        report = run_suite(opts, store, command_line=cmd_line, inputs=inputs)
         if report is None:
             return 0  # data parallel: rank 0 writes the outputs
         out = Path(args.out or f"meta-eval-{report.run.run_id}")

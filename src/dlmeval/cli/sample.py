@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.common import command_line, emit, model_kwargs
 from dlmeval.cli.options import add_batching_args, add_model_args, add_runtime_group, capped_batch
 from dlmeval.errors import InputError
 from dlmeval.parallel import current
@@ -212,9 +212,6 @@ def run(args: argparse.Namespace) -> int:
     run_config = sample_run_config(got, prompts, num_samples=n, batch_size=batch_size)
     sig = Signature.create("sample", run_config, [model], seed=cfg.seed)
     if store_path is not None and current().is_main:  # every rank holds every record; rank 0 writes them
-        import shlex
-        import sys
-
         from dlmeval.store import RunStore
 
         with RunStore(store_path) as store:
@@ -224,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
                 run_config,
                 model,
                 cfg.seed,
-                command_line=shlex.join(["dlmeval", *sys.argv[1:]]),
+                command_line=command_line(args),
             )
             sig = run_obj.signature  # what is printed is what is stored (issue 32)
     payload = {

@@ -16,12 +16,11 @@ import argparse
 import json
 import math
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.common import command_line, emit, model_kwargs
 from dlmeval.cli.options import (
     add_batching_args,
     add_estimator_group,
@@ -199,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         from dlmeval.parallel import open_store
 
         store = open_store(store_path)
-        run_obj = open_run(store, scorer, cfg, command_line=shlex.join(["dlmeval", *sys.argv[1:]]))
+        run_obj = open_run(store, scorer, cfg, command_line=command_line(args))
     try:
         if run_obj is None:
             df = scorer.score(cands, use_srcs, config=cfg, item_ids=ids, token_scores=args.tokens)

@@ -360,13 +360,13 @@ class RunStore:
                 extra["lease"] = held[rid]
                 if lease.gone(held[rid]):  # its process is gone: say so, and how to go on
                     status = "interrupted"
-                    extra["resume"] = lease.resume_hint(cmds.get(rid))
+                    extra["resume"] = lease.resume_hint(cmds.get(rid), sig)
             elif status in ("failed", "interrupted"):
                 stop = stopped.get(rid)
                 if stop is not None:
                     extra["error"] = stop["error"]
                     extra["stopped"] = stop["at"]
-                extra["resume"] = lease.resume_hint(cmds.get(rid))
+                extra["resume"] = lease.resume_hint(cmds.get(rid), sig)
             out.append(
                 {
                     "run_id": rid,

@@ -29,6 +29,7 @@ import datetime as _dt
 import hashlib
 import logging
 import os
+import re
 import socket
 import sqlite3
 from typing import Any
@@ -302,5 +303,19 @@ def gone(lease: dict[str, Any]) -> bool:
     return bool(lease.get("pid_start")) and start is not None and start != lease["pid_start"]
 
 
-def resume_hint(command_line: str | None) -> str:
-    return f"rerun `{command_line}` to resume" if command_line else "rerun its command to resume"
+#: the commands that take ``--threads`` (cli/options.py's runtime group)
+_THREADED = {"score", "sample", "care", "robust", "meta-eval", "train", "demo"}
+
+
+def resume_hint(command_line: str | None, signature: str | None = None) -> str:
+    """How to resume a stopped run: its command line, with ``--threads N`` added when the run recorded a thread
+    count the command did not state (the count is part of the run id, so a machine with other cores would
+    otherwise open a new run instead of resuming this one)."""
+    if not command_line:
+        return "rerun its command to resume"
+    m = re.search(r"(?:^|\|)threads:(\d+)(?:\||$)", signature or "")
+    words = command_line.split()
+    stated = any(w == "--threads" or w.startswith("--threads=") for w in words)
+    if m and not stated and any(w in _THREADED for w in words[1:]):  # global options may precede the command
+        command_line = f"{command_line} --threads {m.group(1)}"
+    return f"rerun `{command_line}` to resume"
