@@ -2,7 +2,7 @@
 API, each asserting the exit code, the one-line message and that the run store is exactly as it was; the inputs
 that must work; and the stale-result cases (other texts or data behind an unchanged id or path give new numbers).
 The hostile-user cases of issue 25 (sandbox escapes through `dlmeval care`, ranks with different inputs, adapters
-on the wrong base, NaN human scores, interrupted runs, offline downloads) are in tests/test_bad_inputs_hostile.py.
+on the wrong base, NaN human scores, interrupted runs, offline downloads) are in tests/bad_inputs/test_hostile.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hostile-user half of the bad-input battery (issue 25; tests/test_bad_inputs.py is the careless-user half):
+"""The hostile-user half of the bad-input battery (issue 25; tests/bad_inputs/test_careless.py is the careless-user half):
 generated code that tries to get out, through the CLI path HumanEval takes (`dlmeval care`); ranks that read
 different inputs; an adapter on the wrong base; NaN / inf human scores; interrupted runs; offline downloads; a
 directory where a file should be.
@@ -202,7 +202,7 @@ def test_care_humaneval_payload_does_not_get_out(tmp_path, hostile, monkeypatch)
 def test_care_without_isolation_refuses_and_unsafe_is_recorded(tmp_path, hostile, monkeypatch, capsys):
     """No bubblewrap: the probes find no file-system layer, `dlmeval care` refuses in one line before a store
     exists; with --sandbox-unsafe it runs and the run records `+unsafe`. The dir_fd write of issue 25 reached /tmp
-    here; since issue 32 the plain launcher's seccomp filter refuses it (tests/test_bad_inputs_exec.py shows it
+    here; since issue 32 the plain launcher's seccomp filter refuses it (tests/bad_inputs/test_exec.py shows it
     reaching /tmp without the filter: the control)."""
     from dlmeval.sandbox import launch
 

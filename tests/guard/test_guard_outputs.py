@@ -13,15 +13,15 @@ floats that differ by at most the figures in ``MEASURED`` (float32 rounding of o
 derived statistics); the tolerance is about ten times that, and a change of 1e-4 in a value of 1 fails
 (docs/scaling.md, "Code, numerics and machines").
 Bit-identity stays the test where it holds, on one machine: ranks, resumes and batch canonicalisation
-(tests/test_parallel.py, tests/test_score_identity.py, tests/test_store.py).
+(tests/parallel/test_parallel.py, tests/e2e/test_score_identity.py, tests/store/test_store.py).
 
-The digest is written by ``python tests/test_guard_outputs.py --write`` and compared entry by entry afterwards: a
+The digest is written by ``python tests/guard/test_guard_outputs.py --write`` and compared entry by entry afterwards: a
 structural change must leave every entry the same. A change that is meant to move numbers (and says so in its
 commit) rewrites the digest in the same commit. Measured wall-clock fields (``seconds``, ``cpu_seconds``, the
 ``timing`` table) and the code's identity (version, source digest, CPU capability; they change with every commit
 or machine by design) are left out.
 
-Two ranks of care / robust / meta-eval are compared with one process in ``tests/test_parallel.py``. The digest was
+Two ranks of care / robust / meta-eval are compared with one process in ``tests/parallel/test_parallel.py``. The digest was
 written with WordNet installed (``make test`` installs it, scripts/system-deps.sh): without it METEOR is "not
 available" and the meta-eval lexical entries differ.
 """
@@ -47,7 +47,7 @@ DIGEST = Path(__file__).with_name("guard_digest.json")
 #: left out of every record: measured wall-clock time, and the code / machine identity in a signature
 WALL_CLOCK = ("seconds", "cpu_seconds", "wall_seconds", "code", "cpu_capability")
 #: the largest differences measured between ATEN_CPU_CAPABILITY=default / avx2 / avx512 (same weights; each run
-#: dumped with ``python tests/test_guard_outputs.py --dump F.json``, compared with ``--compare A.json B.json``;
+#: dumped with ``python tests/guard/test_guard_outputs.py --dump F.json``, compared with ``--compare A.json B.json``;
 #: no discrete part differed, 2,560 of 9,092 floats did): the largest absolute difference (a Care perplexity of
 #: 116.5), the largest relative one among values of magnitude 1 or more, and the ``atol`` that ``rtol = 1e-5``
 #: would need (a meta-eval correlation of 0.025 over six items moved by 4.0e-6)
@@ -382,7 +382,7 @@ def test_numbers_in_strings_are_floats_and_integers_stay_discrete():
 
 if (
     __name__ == "__main__"
-):  # python tests/test_guard_outputs.py --write | --dump FILE | --compare A.json B.json
+):  # python tests/guard/test_guard_outputs.py --write | --dump FILE | --compare A.json B.json
     import tempfile
 
     if "--compare" in sys.argv:
@@ -393,7 +393,7 @@ if (
               f"absolute, {big_rel:.3g} relative; outside the tolerance: {within}")  # fmt: skip
         sys.exit(1 if within else 0)
     if "--write" not in sys.argv and "--dump" not in sys.argv:
-        sys.exit("usage: python tests/test_guard_outputs.py --write | --dump FILE | --compare A.json B.json")
+        sys.exit("usage: python tests/guard/test_guard_outputs.py --write | --dump FILE | --compare A B")
     with tempfile.TemporaryDirectory() as d:
         digest = collect(Path(d))
     target = DIGEST if "--write" in sys.argv else Path(sys.argv[sys.argv.index("--dump") + 1])

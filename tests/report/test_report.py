@@ -27,7 +27,7 @@ from dlmeval.store import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
 SYNTHETIC = {
-    "synthetic": "test fixture: realistic numbers made up by tests/test_report.py, not a measurement"
+    "synthetic": "test fixture: realistic numbers made up by tests/report/test_report.py, not a measurement"
 }
 
 
@@ -174,7 +174,7 @@ def synthetic_robust_run(store):
 
 
 # ================================================================================================ real runs
-ARC_ITEMS = [  # ARC-style items in the tiny models' vocabulary (as in tests/test_robust_protocol.py)
+ARC_ITEMS = [  # ARC-style items in the tiny models' vocabulary (as in tests/protocols/robust/test_robust_protocol.py)
     ("Question: which city is the capital of france?", ["paris", "london", "river", "house"], 0),
     ("Question: what does a cat eat?", ["car", "food", "book", "king"], 1),
     ("Question: who wrote the book?", ["the river", "the night", "a woman", "the water"], 2),

@@ -178,7 +178,7 @@ def test_monte_carlo_converges_to_exact_expectation(peaky, scheme, weighting, k,
     se = est.std(ddof=1) / math.sqrt(reps)
     assert abs(est.mean() - exact) < 3 * se, (est.mean(), exact, se)
     # exact-count masks are more precise than independent masks here (same K); balanced masks are not at L = 4
-    # on this sharpened head (tests/test_estimator_paper.py checks them on a longer text)
+    # on this sharpened head (tests/scoring/test_estimator_paper.py checks them on a longer text)
     if scheme == "exact-count" and weighting == "mlp":
         ind = DiffScorer(peaky, n_masks=k, n_rates=t, scheme="independent", seed=5)
         est_i = ind.score([cand] * reps, config="marginal", item_ids=[f"r{i}" for i in range(reps)])["score"]

@@ -1,4 +1,4 @@
-"""`robust-paper` against the paper beyond Table 6 (tests/test_robust_recipe.py): the IPM variants are the rows of
+"""`robust-paper` against the paper beyond Table 6 (tests/protocols/robust/test_robust_recipe.py): the IPM variants are the rows of
 Table 10 and the calibration settings Table 8's, written out here from the paper; docs/robustness.md names a
 command and an output file for every table and figure of the paper, and every file it names is one the protocol
 writes; changing a GCG setting in a spec computes new D-GCG records next to the old ones."""

@@ -375,7 +375,7 @@ def test_cli_meta_eval_writes_tables(tmp_path, data_root, capsys, tiny_encoder):
 
 # ---------------------------------------------------------------------------------------------- DiffScore-FT
 def test_ft_rows_in_the_same_table_and_resume_without_training(tmp_path, data_root, tiny_encoder):
-    """The suite's call site of DiffScore-FT (its training scheme is tested in test_diffscore_ft.py): one adapter
+    """The suite's call site of DiffScore-FT (its training scheme is tested in tests/protocols/diffscore/test_ft.py): one adapter
     per training set, FT keys beside the zero-shot ones, FT comparisons, and a rerun that trains nothing."""
     from dlmeval.protocols.diffscore.meta_eval import FTOptions
 
