@@ -41,22 +41,25 @@ def test_one_token_answers_are_exact(llada):
 
 
 def test_the_estimate_targets_the_elbo_or_its_rounded_count_weights(llada):
+    """Each batch size's mean estimate lies within half the distance between the two estimands of its own one, so
+    the two acceptance windows are disjoint: no value passes for both. Over 12 seeds of 512 samples the means are
+    0.003 from their targets (one run's spread: 0.14 at batch 4, 0.22 at batch 8; half the distance: 0.23)."""
     ids, span = _layout(llada, "the a an of to in", " on at for with")
     assert span[1] - span[0] == 4
     elbo = exact_elbo(llada, ids, span)
     rounded = exact_elbo(llada, ids, span, weights=count_weights(4, 8))
-    assert abs(rounded - elbo) > 0.3  # the two estimands differ on this answer
+    tol = abs(rounded - elbo) / 2
+    assert tol > 0.2  # the two estimands differ on this answer
 
     def mean(batch):
         runs = [
             llada_log_likelihood(llada, ids, span, mc_num=512, batch_size=batch, generator=torch_generator(s))
-            for s in range(3)
+            for s in range(12)
         ]
         return statistics.mean(runs)
 
-    assert mean(4) == pytest.approx(elbo, abs=0.3)  # spacing 1: uniform counts, the ELBO
-    assert mean(8) == pytest.approx(rounded, abs=0.3)  # spacing 0.5: the rounded counts' value
-    assert abs(mean(8) - elbo) > 0.3
+    assert abs(mean(4) - elbo) < tol  # spacing 1: uniform counts, the ELBO
+    assert abs(mean(8) - rounded) < tol  # spacing 0.5: the rounded counts' value
 
 
 def test_bad_sizes_are_refused(llada):
