@@ -180,7 +180,7 @@ def test_equivalent_steps_marks_provably_identical_cells(llada):
 TABLE9_REMASKS = {0.05: 289, 0.15: 428, 0.30: 531}
 
 
-def test_dose_response_remasks_against_table_9(llada):
+def test_high_entropy_remasks_stay_in_the_count_rule_grow_with_the_fraction_and_exceed_table_9(llada):
     # the count rule bounds the re-masks: k = int(f * 128) per window step (App. C.2's top-k over the block may
     # pick masked positions, which stay masked); like Table 9 they grow with the fraction. The paper's counts
     # (289 / 428 / 531) are far below k x window steps (6 x 232, 19 x 180, 38 x 104): docs/care.md measures the
