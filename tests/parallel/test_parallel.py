@@ -6,6 +6,7 @@ Each launch is a real ``torchrun`` (``python -m torch.distributed.run --standalo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -212,31 +213,60 @@ CANDIDATES = [
     "the river runs to the sea",
 ]
 
+#: 256 distinct texts of the tiny models' words: four 64-item canonical chunks of ``score``, two for each rank
+MANY = [
+    " ".join(w)
+    for w in itertools.product(
+        "the a we it birds cat dog sun".split(),
+        "sat ran like fly runs is rains hot".split(),
+        "on in to a".split(),
+    )
+]
+
+
+def chunks_per_process(trace: Path) -> dict[int, list[int]]:
+    """{pid: [keys of each chunk it computed]} from a DLMEVAL_TRACE_CHUNKS file (one line per computed chunk)."""
+    out: dict[int, list[int]] = {}
+    for line in trace.read_text().splitlines():
+        pid, _, n = line.split()
+        out.setdefault(int(pid), []).append(int(n))
+    return out
+
 
 def test_score_two_ranks_equal_one_process(tmp_path):
-    (tmp_path / "c.txt").write_text("\n".join(CANDIDATES) + "\n")
+    """256 texts are four canonical chunks: each rank computes two of them, and the records equal one process's."""
+    assert len(set(MANY)) == 256
+    (tmp_path / "c.txt").write_text("\n".join(MANY) + "\n")
     out = {}
     for n in (1, 2):
-        store = tmp_path / f"s{n}.sqlite"
+        store, trace = tmp_path / f"s{n}.sqlite", tmp_path / f"t{n}.trace"
         args = ["--json", "--store", str(store), "score", "--model", "tiny-llada", "--config", "marginal"]
-        r = dlmeval(n, [*args, "--candidates", "c.txt", "--masks", "4", "--rates", "2"], cwd=tmp_path)
+        args += ["--candidates", "c.txt", "--masks", "4", "--rates", "2"]
+        r = dlmeval(n, args, cwd=tmp_path, env=_env(DLMEVAL_TRACE_CHUNKS=str(trace)))
         assert r.returncode == 0, r.stderr[-2000:]
-        out[n] = (json.loads(r.stdout), items_of(store))
-    (a, ia), (b, ib) = out[1], out[2]
+        out[n] = (json.loads(r.stdout), items_of(store), chunks_per_process(trace))
+    (a, ia, ta), (b, ib, tb) = out[1], out[2]
+    assert list(ta.values()) == [[64, 64, 64, 64]]
+    assert sorted(tb.values()) == [[64, 64], [64, 64]]  # two processes, two chunks each
     assert a["run_id"] == b["run_id"]
     assert [x["score"] for x in a["items"]] == [x["score"] for x in b["items"]]
-    assert ia == ib and len(next(iter(ia.values()))) == len(CANDIDATES)
+    assert ia == ib and len(next(iter(ia.values()))) == len(MANY)
 
 
 def test_sample_two_ranks_equal_one_process(tmp_path):
-    (tmp_path / "p.txt").write_text("The cat\nOnce upon\nA dog\n")
+    """4 prompts x 2 samples in batches of 2 are four batches: each rank samples two, every rank gets all 8."""
+    (tmp_path / "p.txt").write_text("The cat\nOnce upon\nA dog\nThe sun\n")
     args = ["--json", "--store", "s.sqlite", "sample", "--model", "tiny-llada", "--prompts", "p.txt"]
-    args += ["--num-samples", "2"]
+    args += ["--num-samples", "2", "--batch-size", "2"]
     args += ["--length", "8", "--steps", "8", "--strategy", "low_confidence", "--temperature", "0.5"]
-    a, b = (dlmeval(n, args, cwd=tmp_path) for n in (1, 2))
+    a, b = (
+        dlmeval(n, args, cwd=tmp_path, env=_env(DLMEVAL_TRACE_CHUNKS=str(tmp_path / f"t{n}"))) for n in (1, 2)
+    )
     assert a.returncode == 0 and b.returncode == 0, b.stderr[-2000:]
+    assert list(chunks_per_process(tmp_path / "t1").values()) == [[2, 2, 2, 2]]
+    assert sorted(chunks_per_process(tmp_path / "t2").values()) == [[2, 2], [2, 2]]
     ja, jb = json.loads(a.stdout), json.loads(b.stdout)
-    assert len(ja["samples"]) == 6 and ja == jb
+    assert len(ja["samples"]) == 8 and ja == jb
 
 
 def test_killed_rank_of_a_real_command_resumes(tmp_path):
@@ -329,6 +359,15 @@ def _same_outputs(a: Path, b: Path, skip: tuple[str, ...] = ()) -> list[str]:
     return names
 
 
+def _assert_split(one: Path, two: Path) -> None:
+    """The 2-rank job computed the chunks one process computes (as many, as many keys), each rank several."""
+    alone, ranks = chunks_per_process(one), chunks_per_process(two)
+    assert len(alone) == 1 and len(ranks) == 2
+    (chunks,) = alone.values()
+    assert sorted(n for c in ranks.values() for n in c) == sorted(chunks)
+    assert all(len(c) >= 2 for c in ranks.values()), {pid: len(c) for pid, c in ranks.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "command, skip",
@@ -352,6 +391,8 @@ def _same_outputs(a: Path, b: Path, skip: tuple[str, ...] = ()) -> list[str]:
                 "2",
                 "--bootstrap",
                 "50",
+                "--chunk-size",
+                "4",  # 16 distinct texts: 4 chunks per family, 2 for each rank
             ],
             ("timing.csv",),  # seconds per family: measured, not computed
         ),
@@ -360,15 +401,18 @@ def _same_outputs(a: Path, b: Path, skip: tuple[str, ...] = ()) -> list[str]:
 )
 def test_protocol_two_ranks_equal_one_process(tmp_path, command, skip):
     """A Care sweep, a robustness run and a meta-evaluation subset on the tiny models: the tables written by
-    rank 0 of a 2-process job and every stored record equal those of one process."""
+    rank 0 of a 2-process job and every stored record equal those of one process; each rank computed several of
+    the chunks (the work was split, not done by rank 0 alone)."""
     for n in (1, 2):
         r = dlmeval(
             n,
             ["--store", str(tmp_path / f"s{n}.sqlite"), *command, "--out", str(tmp_path / f"o{n}")],
             cwd=tmp_path,
+            env=_env(DLMEVAL_TRACE_CHUNKS=str(tmp_path / f"t{n}")),
             timeout=600,
         )
         assert r.returncode == 0, r.stderr[-3000:]
+    _assert_split(tmp_path / "t1", tmp_path / "t2")
     names = _same_outputs(tmp_path / "o1", tmp_path / "o2", skip)
     assert len(names) >= 4
     one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
@@ -404,9 +448,10 @@ def test_ft_adapter_is_trained_once_and_shared_by_the_ranks(tmp_path):
         "--ft-steps",
         "2",
     ]
-    args += ["--ft-batch-size", "2"]
+    args += ["--ft-batch-size", "2", "--chunk-size", "2"]  # several chunks for each rank
     for n in (1, 2):
-        env = _env(DLMEVAL_CACHE=str(tmp_path / f"cache{n}"))  # no adapter from the other run to reuse
+        # no adapter from the other run to reuse
+        env = _env(DLMEVAL_CACHE=str(tmp_path / f"cache{n}"), DLMEVAL_TRACE_CHUNKS=str(tmp_path / f"t{n}"))
         r = dlmeval(
             n,
             ["--store", str(tmp_path / f"s{n}.sqlite"), *args, "--out", str(tmp_path / f"o{n}")],
@@ -416,6 +461,7 @@ def test_ft_adapter_is_trained_once_and_shared_by_the_ranks(tmp_path):
         )
         assert r.returncode == 0, r.stderr[-3000:]
     assert len(list((tmp_path / "cache2" / "meta-eval-ft").iterdir())) == 1  # one adapter, trained once
+    _assert_split(tmp_path / "t1", tmp_path / "t2")
     _same_outputs(tmp_path / "o1", tmp_path / "o2", ("timing.csv",))
     one, two = _records(tmp_path / "s1.sqlite"), _records(tmp_path / "s2.sqlite")
     assert one == two and any("diffscore-ft" in k for v in one.values() for k in v)
