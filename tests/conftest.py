@@ -1,7 +1,13 @@
+import os
+import re
+
 import pytest
 import torch
 
 from dlmeval.data.paths import data_dir
+
+#: pytester runs the CI hook below on a generated test file (tests/test_conftest.py)
+pytest_plugins = ["pytester"]
 
 #: torch's own thread count for this process (what a subprocess of the tests starts with)
 _TORCH_THREADS = torch.get_num_threads()
@@ -63,3 +69,37 @@ def _torch_threads_restored():
     yield
     if torch.get_num_threads() != _TORCH_THREADS:
         torch.set_num_threads(_TORCH_THREADS)
+
+
+#: skip reasons that mean a system package is missing that scripts/system-deps.sh installs and `make test` promises
+#: (bubblewrap / libseccomp for the sandbox, WordNet, Chromium, Perl's XML::Parser for ROUGE-1.5.5)
+SYSTEM_PACKAGE_SKIP = re.compile(
+    r"no OS isolation|wordnet|chromium is not installed|perl module .* is missing|no perl on PATH",
+    re.IGNORECASE,
+)
+
+
+def under_ci(env=None) -> bool:
+    """CI as scripts/system-deps.sh reads it (.ci/run sets CI=1)."""
+    return (os.environ if env is None else env).get("CI", "") in ("1", "true", "TRUE", "True", "yes")
+
+
+def system_package_failure(reason: str, env=None) -> str | None:
+    """The failure message for a skip that under CI must fail (a system package is missing), else None."""
+    if under_ci(env) and SYSTEM_PACKAGE_SKIP.search(reason or ""):
+        return (
+            f"under CI a missing system package fails instead of skipping (scripts/system-deps.sh): {reason}"
+        )
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI a test skipped because a system package is missing is reported failed, with the skip's reason."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
+        message = system_package_failure(str(rep.longrepr[2]))
+        if message:
+            rep.outcome = "failed"
+            rep.longrepr = message

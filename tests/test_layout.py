@@ -22,8 +22,8 @@ CROSS_CUTTING = {
 }
 #: folders that hold data the tests read, no tests
 DATA_FOLDERS = {"fixtures"}
-#: test files at the top of tests/ that test no module (the layout itself)
-TOP_LEVEL_EXTRA = {"test_layout.py"}
+#: test files at the top of tests/ that test no module: the layout itself, the tests' own conftest.py
+TOP_LEVEL_EXTRA = {"test_layout.py", "test_conftest.py"}
 #: Python files that are not tests
 HELPERS = {"__init__.py", "conftest.py", "hub_data.py"}
 
