@@ -1,9 +1,10 @@
-"""The tests mirror the source tree (#35): ``tests/<package>/test_<module>.py`` tests ``src/dlmeval/<package>/<module>.py``,
-so a change to a module has one obvious test file. A test file's name is ``test_<module>`` or ``test_<module>_<topic>``
-where ``<module>`` is a module of the package the folder mirrors, or the package itself (a file that tests the
-package's public surface across its modules, e.g. ``tests/stats/test_stats.py``). Tests that cut across packages
-live in the named folders of :data:`CROSS_CUTTING`, directly under ``tests/``. Every folder is a package
-(``__init__.py``), so two packages may each have a ``test_<module>.py`` of the same name."""
+"""The tests mirror the source tree (#35): ``tests/<package>/test_<module>.py`` tests
+``src/dlmeval/<package>/<module>.py``, so a change to a module has one obvious test file. A test file's name is
+``test_<module>`` or ``test_<module>_<topic>`` where ``<module>`` is a module of the package the folder mirrors, a
+sub-package of it, or the package itself (a file that tests a package's public surface across its modules, e.g.
+``tests/stats/test_stats.py``). Tests that cut across packages live in the named folders of :data:`CROSS_CUTTING`,
+directly under ``tests/``. Every folder is a package (``__init__.py``), so two packages may each have a
+``test_<module>.py`` of the same name."""
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ HELPERS = {"__init__.py", "conftest.py", "hub_data.py"}
 
 
 def _modules(pkg: Path) -> set[str]:
-    """The names a test file in the folder mirroring ``pkg`` may start with: its modules and the package's name."""
-    return {p.stem for p in pkg.glob("*.py") if p.stem != "__init__"} | {pkg.name}
+    """The names a test file in the folder mirroring ``pkg`` may start with: its modules, its sub-packages (a file
+    that tests a sub-package's public surface) and the package's own name."""
+    names = {p.stem for p in pkg.glob("*.py") if p.stem != "__init__"}
+    names |= {p.name for p in pkg.iterdir() if (p / "__init__.py").is_file()}
+    return names | {pkg.name}
 
 
 def _names_a_module(stem: str, modules: set[str]) -> bool:
@@ -86,7 +90,8 @@ def test_the_cross_cutting_folders_exist_and_hold_tests():
 
 def test_a_misplaced_test_file_or_folder_is_reported(tmp_path):
     src = tmp_path / "src" / "pkg"
-    (src / "scoring").mkdir(parents=True)
+    (src / "scoring" / "core").mkdir(parents=True)
+    (src / "scoring" / "core" / "__init__.py").write_text("")
     (src / "scoring" / "estimator.py").write_text("")
     (src / "errors.py").write_text("")
     tests = tmp_path / "tests"
@@ -94,6 +99,7 @@ def test_a_misplaced_test_file_or_folder_is_reported(tmp_path):
         (tests / d).mkdir(exist_ok=True)
         (tests / d / "__init__.py").write_text("")
     good = ["scoring/test_estimator.py", "scoring/test_estimator_paper.py", "scoring/test_scoring.py"]
+    good += ["scoring/test_core.py"]  # a sub-package's public surface
     good += ["test_errors.py", "test_layout.py", "e2e/test_anything.py", "conftest.py"]
     bad = ["scoring/test_estimators.py", "scoring/test_masks.py", "test_foo.py", "scoring/helper.py"]
     for f in good + bad:
