@@ -71,10 +71,12 @@ def _torch_threads_restored():
         torch.set_num_threads(_TORCH_THREADS)
 
 
-#: skip reasons that mean a system package is missing that scripts/system-deps.sh installs and `make test` promises
-#: (bubblewrap / libseccomp for the sandbox, WordNet, Chromium, Perl's XML::Parser for ROUGE-1.5.5)
-SYSTEM_PACKAGE_SKIP = re.compile(
-    r"no OS isolation|wordnet|chromium is not installed|perl module .* is missing|no perl on PATH",
+#: skip reasons that mean a package is missing that `make test` promises: the system packages scripts/system-deps.sh
+#: installs (bubblewrap / libseccomp for the sandbox, WordNet, Chromium, Perl's XML::Parser for ROUGE-1.5.5) and
+#: lm-eval (the dev extra)
+PROMISED_PACKAGE_SKIP = re.compile(
+    r"no OS isolation|wordnet|chromium is not installed|perl module .* is missing|no perl on PATH"
+    r"|could not import 'lm_eval'",
     re.IGNORECASE,
 )
 
@@ -84,22 +86,31 @@ def under_ci(env=None) -> bool:
     return (os.environ if env is None else env).get("CI", "") in ("1", "true", "TRUE", "True", "yes")
 
 
-def system_package_failure(reason: str, env=None) -> str | None:
-    """The failure message for a skip that under CI must fail (a system package is missing), else None."""
-    if under_ci(env) and SYSTEM_PACKAGE_SKIP.search(reason or ""):
-        return (
-            f"under CI a missing system package fails instead of skipping (scripts/system-deps.sh): {reason}"
-        )
+def promised_package_failure(reason: str, env=None) -> str | None:
+    """The failure message for a skip that under CI must fail (a package `make test` installs is missing), else
+    None."""
+    if under_ci(env) and PROMISED_PACKAGE_SKIP.search(reason or ""):
+        return f"under CI a missing package that make test installs fails instead of skipping: {reason}"
     return None
+
+
+def _fail_promised_skip(rep) -> None:
+    if rep.skipped and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
+        message = promised_package_failure(str(rep.longrepr[2]))
+        if message:
+            rep.outcome = "failed"
+            rep.longrepr = message
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Under CI a test skipped because a system package is missing is reported failed, with the skip's reason."""
+    """Under CI a test skipped because a promised package is missing is reported failed, with the skip's reason."""
     outcome = yield
-    rep = outcome.get_result()
-    if rep.skipped and not hasattr(rep, "wasxfail") and isinstance(rep.longrepr, tuple):
-        message = system_package_failure(str(rep.longrepr[2]))
-        if message:
-            rep.outcome = "failed"
-            rep.longrepr = message
+    _fail_promised_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a module skipped whole (``pytest.importorskip`` / ``allow_module_level``): a collection error."""
+    outcome = yield
+    _fail_promised_skip(outcome.get_result())

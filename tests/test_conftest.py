@@ -1,11 +1,12 @@
-"""tests/conftest.py's CI rule: under CI (.ci/run sets CI=1) a test skipped because a system package that
-scripts/system-deps.sh installs is missing fails instead, with the skip's reason; other skips stay skips."""
+"""tests/conftest.py's CI rule: under CI (.ci/run sets CI=1) a test skipped because a package that `make test`
+installs is missing (a system package of scripts/system-deps.sh, or lm-eval) fails instead, with the skip's reason;
+other skips stay skips."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import system_package_failure
+from tests.conftest import promised_package_failure
 
 GENERATED = """
 import pytest
@@ -37,26 +38,42 @@ def test_passes():
         "chromium is not installed (apt-get install -y --no-install-recommends chromium)",
         "perl module XML::Parser is missing (apt-get install libxml-parser-perl; scripts/system-deps.sh does it)",
         "no perl on PATH (apt-get install perl)",
+        "could not import 'lm_eval': No module named 'lm_eval'",
     ],
 )
 def test_a_system_package_skip_fails_only_under_ci(reason):
     for ci in ("1", "true"):
-        assert reason in system_package_failure(reason, {"CI": ci})
+        assert reason in promised_package_failure(reason, {"CI": ci})
     for env in ({}, {"CI": ""}, {"CI": "0"}):
-        assert system_package_failure(reason, env) is None
+        assert promised_package_failure(reason, env) is None
 
 
 def test_other_skips_stay_skips_under_ci():
-    assert system_package_failure("lm-eval is not installed", {"CI": "1"}) is None
-    assert system_package_failure("the shared data directory has no ARC file", {"CI": "1"}) is None
+    assert promised_package_failure("could not import 'mauve': No module named 'mauve'", {"CI": "1"}) is None
+    assert promised_package_failure("the shared data directory has no ARC file", {"CI": "1"}) is None
 
 
 def test_the_hook_turns_the_skips_into_failures_under_ci(pytester, monkeypatch):
-    pytester.makeconftest("from tests.conftest import pytest_runtest_makereport  # noqa: F401\n")
+    pytester.makeconftest(
+        "from tests.conftest import pytest_make_collect_report, pytest_runtest_makereport\n"
+    )
     pytester.makepyfile(test_generated=GENERATED)
     monkeypatch.setenv("CI", "1")
     res = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rfE")
     res.assert_outcomes(passed=1, skipped=1, failed=1, errors=2)  # a skipif mark fails in setup: an error
-    res.stdout.fnmatch_lines(["*under CI a missing system package fails instead of skipping*chromium*"])
+    res.stdout.fnmatch_lines(["*under CI a missing package that make test installs fails*chromium*"])
     monkeypatch.setenv("CI", "")
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1, skipped=4)
+
+
+def test_a_module_skipped_whole_is_a_collection_error_under_ci(pytester, monkeypatch):
+    pytester.makeconftest(
+        "from tests.conftest import pytest_make_collect_report, pytest_runtest_makereport\n"
+    )
+    pytester.makepyfile(
+        test_module="import pytest\npytest.skip('chromium is not installed', allow_module_level=True)\n"
+    )
+    monkeypatch.setenv("CI", "1")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(errors=1)
+    monkeypatch.setenv("CI", "")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(skipped=1)
