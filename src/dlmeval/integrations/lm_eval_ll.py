@@ -18,7 +18,7 @@ request plumbing of :mod:`dlmeval.integrations.lm_eval`.
 
 Every estimate's draws come from a generator seeded by (run seed, request id), so a request's value does not depend
 on the other requests (LLaDA's harness draws from the global RNG in request order); given the same generator seed
-the ``llada`` convention reproduces the harness's numbers (``tests/test_llada_harness.py``).
+the ``llada`` convention reproduces the harness's numbers (``tests/parity/test_llada_harness.py``).
 """
 
 from __future__ import annotations

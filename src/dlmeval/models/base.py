@@ -291,7 +291,7 @@ def length_sorted_batches(
     logits differ from the row alone with one thread, 5 of 5 with two, by at most 2.4e-6), with two threads even
     the order of the rows in a batch moved a row by 1.4e-6 (none with one thread), and on a GPU the kernels also
     follow the row count (``benchmarks/bench_batch_bits.py``). Canonical chunks fix both the rows and their order.
-    The batch-invariance tests (``tests/test_models.py``) hold to ``atol=1e-5``, not bit for bit; so
+    The batch-invariance tests (``tests/models/test_models.py``) hold to ``atol=1e-5``, not bit for bit; so
     ``batch_size`` / ``max_tokens`` belong in the signature of a run that stores records computed in these batches.
     """
     if batch_size is None and max_tokens is None:

@@ -29,7 +29,7 @@ For likelihood scoring of multiple choice there is no generated answer: :func:`c
 of the per-choice scores at the chosen option (dlmeval's addition; the paper calibrates generations only).
 
 Everything here runs the model in inference mode, in length-sorted batches: a row's confidences are those of the
-row alone up to rounding (``tests/test_models.py``, to 1e-5), not bit for bit, since the batch's padded width moves
+row alone up to rounding (``tests/models/test_models.py``, to 1e-5), not bit for bit, since the batch's padded width moves
 the last bits (:func:`~dlmeval.models.base.length_sorted_batches`); the robustness runs carry their batch size in
 their signature for that reason.
 """

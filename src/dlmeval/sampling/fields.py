@@ -8,7 +8,7 @@ costs about as much as the model's vocabulary projection itself. Here they are c
 the exponentials: probabilities come from it and the log-normaliser is recovered at the row's maximum
 (``lse = max - log p(argmax)``, exact up to float32 rounding since ``p(argmax) >= 1 / V``), entropy as
 ``lse - sum(p * z)``. Written by hand because no library fuses these reductions; the results equal the plain
-formulas (``tests/test_sampling.py`` checks them against ``log_softmax``).
+formulas (``tests/sampling/test_sampling.py`` checks them against ``log_softmax``).
 """
 
 from __future__ import annotations

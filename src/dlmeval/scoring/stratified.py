@@ -35,7 +35,7 @@ here estimates exactly that ``F`` with K forward passes (at most; identical rows
 
 Each mask alone is drawn from the cell distribution of its stratum and, given its size, is a uniform subset, so
 the weighted sum ``sum_j w_j v_j`` has exactly the paper's expectation for every weighting (proved by exact
-enumeration in ``tests/test_estimator_variance.py``). A size 0 cell is the paper's empty draw: under ``mlp`` it
+enumeration in ``tests/scoring/test_stratified.py``). A size 0 cell is the paper's empty draw: under ``mlp`` it
 hides one uniformly chosen token (flagged ``empty``), under ``elbo`` its value is the empty sum 0; its partner is
 the full mask, the same row as the ``t = 1`` pass. ``K = 1`` draws one cell from the whole joint (``t = 1``
 included) and ``T = 1`` is the exact pass alone (no control variate in either).

@@ -1,0 +1,87 @@
+"""LLaDA's lm-eval harness reproduced: ``likelihood=llada`` against numbers recorded from ``eval_llada.py`` itself.
+
+tests/fixtures/llada_harness_tiny.json says how they were recorded (LLaDA's harness run outside the repository on
+the tiny-llada stand-in; its code is not part of dlmeval).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dlmeval.errors import InputError
+from dlmeval.models import load_diffusion
+from dlmeval.scoring.llada_ll import llada_encode_pair, llada_greedy, llada_log_likelihood
+from dlmeval.seeding import torch_generator
+
+FIXTURE = json.loads((Path(__file__).parents[1] / "fixtures" / "llada_harness_tiny.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def llada():
+    m = load_diffusion("tiny-llada", device="cpu")
+    assert m.identity().weights_sha256 == FIXTURE["weights_sha256"], (
+        "the tiny-llada stand-in changed; re-record tests/fixtures/llada_harness_tiny.json as its 'how' says"
+    )
+    return m
+
+
+@pytest.mark.parametrize("i", range(len(FIXTURE["records"])))
+def test_llada_harness_values_are_reproduced(llada, i):
+    r = FIXTURE["records"][i]
+    prefix, target = llada_encode_pair(llada, r["context"], r["continuation"])
+    assert (prefix, target) == (r["prefix_ids"], r["target_ids"])  # lm-eval's split, trailing space moved
+    ids, span = prefix + target, (len(prefix), len(prefix) + len(target))
+    got = llada_log_likelihood(
+        llada, ids, span, mc_num=r["mc_num"], batch_size=r["batch_size"], cfg=r["cfg"],
+        generator=torch_generator(r["seed"]),
+    )  # fmt: skip
+    assert got == pytest.approx(r["loglikelihood"], abs=5e-6)
+    assert llada_greedy(llada, ids, span, cfg=r["cfg"]) is r["greedy"]
+
+
+def test_guidance_moves_the_value(llada):
+    """The same request and draws with cfg 0 and 0.5: guidance changes the estimate (computed, not read from the
+    fixture), as it changed the harness's."""
+    r = next(r for r in FIXTURE["records"] if r["cfg"] == 0 and r["batch_size"] == 8 and r["seed"] == 0)
+    ids = r["prefix_ids"] + r["target_ids"]
+    span = (len(r["prefix_ids"]), len(ids))
+    got = {
+        cfg: llada_log_likelihood(
+            llada, ids, span, mc_num=r["mc_num"], batch_size=8, cfg=cfg, generator=torch_generator(0)
+        )
+        for cfg in (0.0, 0.5)
+    }
+    assert got[0.0] == pytest.approx(r["loglikelihood"], abs=5e-6) and abs(got[0.5] - got[0.0]) > 1e-4
+
+
+def test_lm_eval_likelihood_option(llada):
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from dlmeval.integrations.lm_eval import DlmevalLM, _request_id
+    from dlmeval.seeding import derive_seed
+
+    reqs = [
+        Instance("loglikelihood", {}, ("the cat ", "sat on the"), 0),
+        Instance("loglikelihood", {}, ("the a an of", " to"), 1),
+    ]
+    lm = DlmevalLM(lm=llada, likelihood="llada", cfg=0.5, mc_num=16, batch_size=8, seed=2)
+    assert lm.mc_batch == 8 and lm.check_greedy  # LLaDA's harness reads --batch_size as its mini-batch
+    got = lm.loglikelihood(reqs)
+    ids = sum(llada_encode_pair(llada, "the cat ", "sat on the"), [])
+    gen = torch_generator(derive_seed(2, "lm-eval-llada", _request_id("ll", "the cat ", "sat on the")))
+    want = llada_log_likelihood(llada, ids, (3, 6), mc_num=16, batch_size=8, cfg=0.5, generator=gen)
+    assert got[0] == (want, False) and got[1][1] is True
+    # 16 / 8 = 2 forward passes (each runs the guided and unguided rows together) + one greedy step per token
+    assert [r["nfe"] for r in lm.nfe_records] == [2 + 3, 2 + 1]
+    dllm = DlmevalLM(lm=llada, likelihood="dllm", mc_num=16, batch_size=8, seed=2)
+    assert not dllm.check_greedy and dllm.loglikelihood(reqs[1:])[0][1] is False
+    with pytest.raises(InputError, match="only LLaDA's harness guides"):
+        DlmevalLM(lm=llada, likelihood="dllm", cfg=0.5)
+    with pytest.raises(InputError, match="multiple of mc_batch"):
+        DlmevalLM(lm=llada, likelihood="llada", mc_num=20, batch_size=8)
+    with pytest.raises(InputError, match="likelihood="):
+        DlmevalLM(lm=llada, likelihood="smdm")
