@@ -157,34 +157,14 @@ class LikelihoodConventions:
 
     def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
         """Whether the argmax reproduces every continuation token with the whole continuation masked."""
-        import torch
-
-        from dlmeval.models.base import length_sorted_batches
+        from dlmeval.scoring.core import MaskedRow, iter_scores
 
         fmt = self._scorer().formatter
         lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
+        rows = [MaskedRow(lay.ids, range(*lay.candidate)) for lay in lays]
         out = [True] * len(lays)
-        m = self.lm
-        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
-            seqs, spans = [], []
-            for i in batch:
-                ids = list(lays[i].ids)
+        for scored in iter_scores(self.lm, rows, batch_size=self._batch_size, top_k=1):
+            for i, top in zip(scored.rows, scored.top_ids):
                 a, b = lays[i].candidate
-                spans.append((a, b, ids[a:b]))
-                ids[a:b] = [m.mask_token_id] * (b - a)
-                seqs.append(ids)
-            x, attn = m.pad(seqs)
-            off = m.offset(attn)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            for r, (a, b, _) in enumerate(spans):
-                pos[r, int(off[r]) + a : int(off[r]) + b] = True
-            with torch.no_grad():
-                ps = m.score_positions(x, attn, pos, top_k=1)
-            top = ps.top_ids[:, 0].tolist()
-            k = 0
-            for r, i in enumerate(batch):
-                a, b, target = spans[r]
-                got = top[k : k + (b - a)]
-                k += b - a
-                out[i] = got == list(target)
+                out[i] = top[:, 0].tolist() == list(lays[i].ids[a:b])
         return out

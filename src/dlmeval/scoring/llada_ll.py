@@ -37,6 +37,8 @@ from collections.abc import Sequence
 
 import torch
 
+from dlmeval.scoring.core import MaskedRow, guided_logits_at, iter_scores
+
 
 def stratified_counts(k: int, length: int, rows: int) -> list[int]:
     """LLaDA's mask counts of one mini-batch: ``round(linspace(k, k + (rows - 1) * length / rows, rows))`` in
@@ -60,56 +62,21 @@ def llada_encode_pair(model, context: str, continuation: str) -> tuple[list[int]
     return ctx, whole[len(ctx) :]
 
 
-def _cfg_logits(model, ids: torch.Tensor, attn: torch.Tensor, where: torch.Tensor, prompt, cfg: float):
-    """Logits ``[N, V]`` at ``where``; with ``cfg > 0`` guided: the rows again with ``prompt`` positions masked,
-    ``un + (cfg + 1) (cond - un)`` (one forward pass of both halves, as LLaDA's ``get_logits``)."""
-    if cfg <= 0:
-        return model.logits_at(ids, attn, where)
-    un = ids.clone()
-    un[prompt] = model.mask_token_id
-    z = model.logits_at(torch.cat([ids, un]), torch.cat([attn, attn]), torch.cat([where, where]))
-    cond, uncond = z.chunk(2)
-    return uncond + (cfg + 1) * (cond - uncond)
-
-
 def _masked_nll(
     model, seqs: list[list[int]], masks: list[list[int]], *, cfg: float = 0.0, span=None
 ) -> list[float]:
-    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked;
-    ``cfg > 0`` (all rows one length): guided by the rows with every position outside ``span`` masked."""
+    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked, the
+    rows one forward pass (:mod:`dlmeval.scoring.core`); ``cfg > 0``: guided by the rows with every position
+    outside ``span`` masked."""
+    outside = None
     if cfg > 0:
-        ids = torch.tensor([list(s) for s in seqs], device=model.device)
-        attn = torch.ones_like(ids)
-        where = torch.zeros_like(ids, dtype=torch.bool)
-        for r, pos in enumerate(masks):
-            where[r, list(pos)] = True
-        targets = ids[where]
-        ids = ids.masked_fill(where, model.mask_token_id)
-        prompt = torch.ones_like(where)
-        prompt[:, span[0] : span[1]] = False
-        logp = torch.log_softmax(_cfg_logits(model, ids, attn, where, prompt, cfg), dim=-1)
-        lp = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
-        out = [0.0] * len(seqs)
-        for b, v in zip(where.nonzero(as_tuple=True)[0].tolist(), lp.tolist()):
-            out[b] -= v
-        return out
-    noisy = []
-    for s, pos in zip(seqs, masks):
-        row = list(s)
-        for p in pos:
-            row[p] = model.mask_token_id
-        noisy.append(row)
-    ids, attn = model.pad(noisy)
-    targets, _ = model.pad([list(s) for s in seqs])
-    off = model.offset(attn)
-    where = torch.zeros_like(ids, dtype=torch.bool)
-    for r, pos in enumerate(masks):
-        for p in pos:
-            where[r, int(off[r]) + p] = True
-    sc = model.score_positions(ids, attn, where, targets)
+        outside = [p for s in seqs[:1] for p in range(len(s)) if not span[0] <= p < span[1]]
+    rows = [MaskedRow(s, m, unconditional=outside) for s, m in zip(seqs, masks)]
     out = [0.0] * len(seqs)
-    for b, lp in zip(sc.batch_index.tolist(), sc.logprob.tolist()):
-        out[b] -= lp
+    for scored in iter_scores(model, rows, batch_size=len(rows), cfg=cfg):
+        for r, lp in zip(scored.rows, scored.logprob):
+            for v in lp.tolist():
+                out[r] -= v
     return out
 
 
@@ -161,7 +128,7 @@ def llada_greedy(model, ids: Sequence[int], span: tuple[int, int], *, cfg: float
         where = row == model.mask_token_id
         where[0, :a] = False
         where[0, b:] = False
-        z = _cfg_logits(model, row, attn, where, prompt, cfg)
+        z = guided_logits_at(model, row, attn, where, prompt, cfg)
         x0 = z.argmax(-1)
         conf = torch.softmax(z, dim=-1).gather(-1, x0.unsqueeze(-1)).squeeze(-1)
         best = int(torch.argmax(conf))
