@@ -279,3 +279,77 @@ def test_callers_have_no_masked_forward_loop_of_their_own():
         "log_softmax",
         "length_sorted_batches",
     }
+
+
+# ------------------------------------------------------------------------------------------- the family's vocabulary
+def test_each_family_declares_the_rows_its_own_likelihood_code_normalises_over():
+    from dlmeval.models.family import Family, families
+
+    rule = {f.name: f.likelihood_vocab for f in families("diffusion")}
+    # LLaDA's eval_llada.py / get_log_likelihood.py, Dream's harness, dllm's MDLM and BERT harnesses: every row
+    assert {n for n, r in rule.items() if r == "all"} == {"llada", "dream", "a2d", "bert-chat"}
+    assert rule["a2d-bd3lm"] == "tokenizer"  # dllm's BD3LM harness has no loglikelihood
+    with pytest.raises(ValueError, match="likelihood_vocab"):
+        Family(name="toy", kind="diffusion", description="", load=lambda p, o: None, likelihood_vocab="some")
+
+
+def test_the_family_rule_normalises_over_every_row_of_the_head():
+    m = tiny_model("llada", seed=2)
+    assert m.likelihood_vocab == "all" and m.vocab_size > len(m.tokenizer)
+    ids = m.encode("the cat sat on the mat")
+    rows = [MaskedRow(ids, [2, 4])]
+    x = torch.tensor([ids])
+    x[0, [2, 4]] = m.mask_token_id
+    with torch.no_grad():
+        raw = m.module(input_ids=x).logits[0, [2, 4]].float()
+    every_row = -torch.nn.functional.cross_entropy(raw, torch.tensor([ids[2], ids[4]]), reduction="none")
+    for vocab in ("family", "all"):
+        (b,) = score_rows(m, rows, vocab=vocab)
+        assert np.allclose(b.logprob[0], every_row.double().numpy(), atol=1e-5)
+        # the guided and the exclude-mask readings take the rule too
+        guided = [MaskedRow(ids, [2, 4], unconditional=[0, 1])]
+        for kw in ({"cfg": 0.5}, {"exclude_mask": True}):
+            (r_all,) = score_rows(m, guided, vocab=vocab, **kw)
+            (r_tok,) = score_rows(m, guided, **kw)
+            assert np.all(r_tok.logprob[0] - r_all.logprob[0] > 1e-3)
+    (t,) = score_rows(m, rows)
+    assert not np.allclose(t.logprob[0], every_row.double().numpy(), atol=1e-3)
+    with pytest.raises(InputError, match="vocab='rows'"):
+        score_rows(m, rows, vocab="rows")
+
+
+def test_llada_likelihood_with_the_family_rule_is_llada_s_cross_entropy():
+    """LLaDA's get_loglikelihood, its loss written out here on the raw logits (``F.cross_entropy`` over every row),
+    with the same draws: equal to ``llada_log_likelihood(vocab="family")``; the default leaves the stand-in's 43
+    untrained padded rows out and sits higher."""
+    from dlmeval.scoring.llada_ll import llada_log_likelihood, stratified_counts
+
+    m = tiny_model("llada", seed=2)
+    seq = m.encode("the queen of the garden sat on the hill")
+    a, b, rows, mc = 3, 8, 4, 8
+    length = b - a
+    gen = torch.Generator().manual_seed(11)
+    losses = []
+    for _ in range(mc // rows):
+        k = int(torch.randint(1, length + 1, (), generator=gen))
+        counts = stratified_counts(k, length, rows)
+        x = torch.tensor([seq] * rows)
+        where = torch.zeros_like(x, dtype=torch.bool)
+        for r, c in enumerate(counts):
+            perm = torch.randperm(length, generator=gen)
+            where[r, a:b] = perm < c
+        noisy = x.masked_fill(where, m.mask_token_id)
+        with torch.no_grad():
+            logits = m.module(input_ids=noisy).logits.float()
+        ce = torch.nn.functional.cross_entropy(logits[where], x[where], reduction="none")
+        p_mask = (torch.tensor(counts, dtype=torch.float32) / length)[:, None].expand_as(x)[where]
+        losses.append(float((ce / p_mask).sum()) / rows)
+    want = -sum(losses) / len(losses)
+    got = {
+        v: llada_log_likelihood(
+            m, seq, (a, b), mc_num=mc, batch_size=rows, generator=torch.Generator().manual_seed(11), vocab=v
+        )
+        for v in ("family", "tokenizer")
+    }
+    assert got["family"] == pytest.approx(want, abs=1e-4)
+    assert got["tokenizer"] - got["family"] > 0.01

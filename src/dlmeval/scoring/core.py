@@ -16,9 +16,11 @@ the positions read); the core decides, once for all of them:
 * **padding**: the family's padding side (:meth:`DiffusionLM.pad`); positions are indices into the unpadded row and
   are moved by the row's offset (:meth:`DiffusionLM.offset`), so left and right padding give the same scores;
 * **the mask token**: ``model.mask_token_id``, written at the masked positions here and nowhere else;
-* **dtype and the vocabulary**: float32 logits over the model's output rows with the padded vocabulary rows (ids
-  past the tokenizer) left out of the normalisation (:meth:`DiffusionLM._vocab_masked`, applied by the model's own
-  scoring path), ``log_softmax`` in float32, values handed back as float64;
+* **dtype and the vocabulary**: float32 logits, ``log_softmax`` in float32, values handed back as float64; the
+  normalisation runs over the rows ``vocab`` names (:data:`VOCABS`): ``tokenizer`` (the default: the padded
+  vocabulary rows past the tokenizer left out, :meth:`DiffusionLM._vocab_masked`), ``all`` (every row of the head)
+  or ``family`` (the rule the family's own likelihood code uses, ``Family.likelihood_vocab``: ``all`` for LLaDA,
+  Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy`` over the raw logits);
 * **what is read**: the original token's log-probability at each scored position (always), and on request the
   largest log-probability (``max_logprob``), the top-``k`` ids (``top_k``), the mask token left out of the
   candidates (``exclude_mask``: as the sampler does) or unsupervised classifier-free guidance (``cfg``: LLaDA's
@@ -39,6 +41,23 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import length_sorted_batches
+
+#: the vocabulary rules a caller may ask for (module doc)
+VOCABS = ("tokenizer", "all", "family")
+
+
+def vocab_rows(model, vocab: str) -> str:
+    """The rows (``tokenizer`` or ``all``) that ``vocab`` (:data:`VOCABS`) means for ``model``."""
+    if vocab not in VOCABS:
+        raise InputError(
+            f"vocab={vocab!r}; choose one of {', '.join(VOCABS)} (family: the family's own rule)"
+        )
+    return str(getattr(model, "likelihood_vocab", "tokenizer")) if vocab == "family" else vocab
+
+
+def _rows_kw(rows: str) -> dict[str, str]:
+    # the keyword only when it departs from the default: read-through model proxies take the plain call
+    return {} if rows == "tokenizer" else {"vocab_rows": rows}
 
 
 @dataclass(frozen=True)
@@ -108,15 +127,23 @@ def masked_batch(model, rows: Sequence[MaskedRow]) -> MaskedBatch:
 
 
 def guided_logits_at(
-    model, ids: torch.Tensor, attn: torch.Tensor, where: torch.Tensor, uncond: torch.Tensor, cfg: float
+    model,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    where: torch.Tensor,
+    uncond: torch.Tensor,
+    cfg: float,
+    *,
+    vocab: str = "tokenizer",
 ) -> torch.Tensor:
     """Float32 logits ``[N, V]`` at ``where``; with ``cfg > 0`` guided: the rows again with ``uncond`` positions
     masked, ``un + (cfg + 1) (cond - un)`` (one forward pass of both halves, as LLaDA's ``get_logits``)."""
+    kw = _rows_kw(vocab_rows(model, vocab))
     if cfg <= 0:
-        return model.logits_at(ids, attn, where)
+        return model.logits_at(ids, attn, where, **kw)
     un = ids.clone()
     un[uncond] = int(model.mask_token_id)
-    z = model.logits_at(torch.cat([ids, un]), torch.cat([attn, attn]), torch.cat([where, where]))
+    z = model.logits_at(torch.cat([ids, un]), torch.cat([attn, attn]), torch.cat([where, where]), **kw)
     cond, uncond_z = z.chunk(2)
     return uncond_z + (cfg + 1) * (cond - uncond_z)
 
@@ -128,16 +155,19 @@ def _split(values: np.ndarray, bi: np.ndarray, n_rows: int) -> list[np.ndarray]:
     return [values[a:b] for a, b in zip(starts, ends)]
 
 
-def _score_batch(model, rows, batch: MaskedBatch, *, max_logprob, top_k, exclude_mask, cfg):
+def _score_batch(model, rows, batch: MaskedBatch, *, max_logprob, top_k, exclude_mask, cfg, vocab):
     n = len(rows)
+    kw = _rows_kw(vocab)
     if cfg > 0 or exclude_mask:
         if cfg > 0:
             uncond = torch.zeros_like(batch.where)
             for r, row in enumerate(rows):
                 _mark(uncond, r, batch.offsets[r], () if row.unconditional is None else row.unconditional)
-            z = guided_logits_at(model, batch.ids, batch.attention_mask, batch.where, uncond, cfg)
+            z = guided_logits_at(
+                model, batch.ids, batch.attention_mask, batch.where, uncond, cfg, vocab=vocab
+            )
         else:
-            z = model.logits_at(batch.ids, batch.attention_mask, batch.where).float()
+            z = model.logits_at(batch.ids, batch.attention_mask, batch.where, **kw).float()
             z[:, int(model.mask_token_id)] = float("-inf")  # the mask token is no answer
         lp = torch.log_softmax(z, dim=-1)
         bi, pi = batch.where.nonzero(as_tuple=True)
@@ -146,7 +176,13 @@ def _score_batch(model, rows, batch: MaskedBatch, *, max_logprob, top_k, exclude
         tops = lp.topk(top_k, dim=-1).indices if top_k else None
     else:
         sc = model.score_positions(
-            batch.ids, batch.attention_mask, batch.where, batch.targets, max_logprob=max_logprob, top_k=top_k
+            batch.ids,
+            batch.attention_mask,
+            batch.where,
+            batch.targets,
+            max_logprob=max_logprob,
+            top_k=top_k,
+            **kw,
         )
         bi, chosen, best, tops = sc.batch_index, sc.logprob, sc.max_logprob, sc.top_ids
     bi = bi.cpu().numpy()
@@ -167,6 +203,7 @@ def iter_scores(
     top_k: int = 0,
     exclude_mask: bool = False,
     cfg: float = 0.0,
+    vocab: str = "tokenizer",
 ) -> Iterator[BatchScores]:
     """Score ``rows`` batch by batch (module doc), one forward pass per batch (two halves of one pass with
     ``cfg > 0``); yields a :class:`BatchScores` as each batch finishes, so a caller can write finished items or
@@ -175,13 +212,21 @@ def iter_scores(
         raise InputError(f"cfg={cfg}; classifier-free guidance takes a scale >= 0 (0: none)")
     if cfg > 0 and exclude_mask:
         raise InputError("exclude_mask and cfg cannot be combined")
+    rows_rule = vocab_rows(model, vocab)
     lengths = [len(row.ids) for row in rows]
     with torch.no_grad():
         for idx in length_sorted_batches(lengths, batch_size=batch_size, max_tokens=max_tokens):
             chunk = [rows[i] for i in idx]
             batch = masked_batch(model, chunk)
             lp, mx, top = _score_batch(
-                model, chunk, batch, max_logprob=max_logprob, top_k=top_k, exclude_mask=exclude_mask, cfg=cfg
+                model,
+                chunk,
+                batch,
+                max_logprob=max_logprob,
+                top_k=top_k,
+                exclude_mask=exclude_mask,
+                cfg=cfg,
+                vocab=rows_rule,
             )
             yield BatchScores(list(idx), lp, mx, top)
 
@@ -192,6 +237,7 @@ def score_rows(model, rows: Sequence[MaskedRow], **kw) -> list[BatchScores]:
 
 
 __all__ = [
+    "VOCABS",
     "BatchScores",
     "MaskedBatch",
     "MaskedRow",
@@ -199,4 +245,5 @@ __all__ = [
     "iter_scores",
     "masked_batch",
     "score_rows",
+    "vocab_rows",
 ]
