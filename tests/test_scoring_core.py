@@ -210,6 +210,32 @@ def test_llada_likelihood_sums_the_plain_loop_values(model):
         assert _masked_nll(model, [seq] * 3, masks, cfg=cfg, span=(3, 7)) == want
 
 
+def test_dgcg_candidate_losses_are_the_plain_loop_sums(model):
+    from dlmeval.robustness.dgcg import AttackItem, _candidate_losses_dlm
+
+    enc = lambda t: tuple(model.encode(t, add_special_tokens=False))  # noqa: E731
+    item = AttackItem(
+        "x", tuple(model.encode("the cat sat on")), enc("the mat"), enc("a dog ran to the hill")
+    )
+    suffixes = torch.randint(5, 100, (5, 3), generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([True, False, True, True, False, True])
+    got = _candidate_losses_dlm(model, item, suffixes, mask, batch=2)
+    n_before = len(item.before) + 3 + len(item.after)
+    cols = [n_before + j for j in range(6) if mask[j]]
+    rows = [
+        MaskedRow(list(item.before) + s + list(item.after) + list(item.target), cols)
+        for s in suffixes.tolist()
+    ]
+    ref = _reference(model, rows, batch_size=2)
+    want = []
+    for r in range(len(rows)):
+        v = 0.0
+        for x in ref[r][0].tolist():
+            v -= x
+        want.append(v)
+    assert got.tolist() == want
+
+
 # ------------------------------------------------------------------------------------------- no loop of their own
 #: the modules that score masked copies of texts; they reach the model only through dlmeval.scoring.core
 CALLERS = (
@@ -224,6 +250,7 @@ CALLERS = (
     "robustness/masked_confidence.py",
     "robustness/calibration.py",
     "robustness/probes.py",
+    "robustness/dgcg.py",
 )
 #: what builds or runs a masked forward pass (model calls, padding, the batch cutter, the log-softmax)
 FORWARD = {"score_positions", "logits_at", "logits", "forward", "pad", "offset", "log_softmax"}
@@ -242,6 +269,11 @@ ALLOWED = {
     # hidden states of unmasked texts (the probes' features), a causal LM's attention weights on unmasked texts
     ("robustness/probes.py", "probe_dataset"): {"length_sorted_batches", "pad", "offset"},
     ("robustness/probes.py", "attention_ratio"): {"length_sorted_batches", "pad", "forward", "offset"},
+    # D-GCG's differentiable loss: one row, the suffix as relaxed one-hot embeddings, gradients kept
+    ("robustness/dgcg.py", "dgcg_loss"): {"score_positions"},
+    # GCG on a causal LM: next-token log-probs, nothing masked
+    ("robustness/dgcg.py", "gcg_loss"): {"forward", "log_softmax"},
+    ("robustness/dgcg.py", "_candidate_losses_ar"): {"forward", "log_softmax"},
 }
 
 

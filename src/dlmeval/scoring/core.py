@@ -4,7 +4,8 @@ Every caller that scores a diffusion LM on masked copies of token sequences goes
 :func:`score_rows`): DiffScore's estimator (:mod:`dlmeval.scoring.estimator`), LLaDA's likelihood estimator and the
 exact ELBO (:mod:`dlmeval.scoring.llada_ll`), the lm-eval greedy check
 (:mod:`dlmeval.integrations.lm_eval_ll`), IPM's detection pass (:mod:`dlmeval.robustness.ipm`) and the answer
-confidences (:mod:`dlmeval.robustness.calibration`, :mod:`dlmeval.robustness.masked_confidence`). A caller says
+confidences (:mod:`dlmeval.robustness.calibration`, :mod:`dlmeval.robustness.masked_confidence`) and
+D-GCG's candidate losses (:mod:`dlmeval.robustness.dgcg`). A caller says
 *what* to score, a list of :class:`MaskedRow` (the original ids, the positions replaced by the family's mask token,
 the positions read); the core decides, once for all of them:
 
