@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from dlmeval.data.bartscore import load_bartscore  # noqa: E402
 from dlmeval.data.corpus import load_corpus  # noqa: E402
 from dlmeval.scoring import DiffScorer, EstimatorSpec  # noqa: E402
+from dlmeval.scoring.core import MaskedRow, score_rows  # noqa: E402
 from dlmeval.scoring.masks import make_masks, rate_grid  # noqa: E402
 from dlmeval.scoring.names import SCHEMES  # noqa: E402
 from dlmeval.scoring.spec import mask_values  # noqa: E402
@@ -84,10 +85,10 @@ def pattern_table(scorer: DiffScorer, text: str) -> tuple[dict[tuple[int, ...], 
     a, b = layout.span("candidate")
     n = b - a
     pats = [s for r in range(1, n + 1) for s in itertools.combinations(range(n), r)]
-    lps: list[np.ndarray] = []
-    for i in range(0, len(pats), 128):
-        chunk = pats[i : i + 128]
-        lps += scorer._forward([layout.ids] * len(chunk), [a + np.asarray(s) for s in chunk])
+    rows = [MaskedRow(layout.ids, a + np.asarray(s)) for s in pats]
+    lps = [
+        lp for b in score_rows(scorer.model, rows, batch_size=128) for lp in b.logprob
+    ]  # equal lengths: in order
     return dict(zip(pats, lps, strict=True)), n
 
 

@@ -85,3 +85,30 @@ def test_lm_eval_likelihood_option(llada):
         DlmevalLM(lm=llada, likelihood="llada", mc_num=20, batch_size=8)
     with pytest.raises(InputError, match="likelihood="):
         DlmevalLM(lm=llada, likelihood="smdm")
+
+
+def test_the_family_vocabulary_rule_is_one_model_argument(llada):
+    """``vocab=family``: LLaDA's harness as published, every output row in its cross-entropy (the fixture was
+    recorded with the padded rows masked, dlmeval's default); the value is what the estimator gives with that rule,
+    and the stand-in's untrained padded rows pull it down."""
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from dlmeval.integrations.lm_eval import DlmevalLM, _request_id
+    from dlmeval.seeding import derive_seed
+
+    reqs = [Instance("loglikelihood", {}, ("the cat ", "sat on the"), 0)]
+    got = {
+        v: DlmevalLM(lm=llada, likelihood="llada", mc_num=16, batch_size=8, seed=2, vocab=v).loglikelihood(
+            reqs
+        )[0]
+        for v in ("tokenizer", "family")
+    }
+    ids = sum(llada_encode_pair(llada, "the cat ", "sat on the"), [])
+    gen = torch_generator(derive_seed(2, "lm-eval-llada", _request_id("ll", "the cat ", "sat on the")))
+    want = llada_log_likelihood(llada, ids, (3, 6), mc_num=16, batch_size=8, generator=gen, vocab="all")
+    assert got["family"][0] == want and got["tokenizer"][0] - want > 0.01
+    with pytest.raises(InputError, match="vocab='rows'"):
+        DlmevalLM(lm=llada, likelihood="llada", vocab="rows")
+    with pytest.raises(InputError, match="reaches LLaDA's estimator only"):
+        DlmevalLM(lm=llada, vocab="family")  # the DiffScore estimator keeps the tokenizer's rows

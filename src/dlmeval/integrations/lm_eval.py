@@ -33,7 +33,9 @@ differing request value is reported once in ``lm.warnings``; ``use``: the reques
 an error), ``seed``, ``batch_size``, ``group`` (``doc``: batches never span documents, see above); likelihoods:
 ``likelihood`` (``dlmeval``, ``llada`` or ``dllm``: whose convention, :mod:`dlmeval.integrations.lm_eval_ll`),
 ``ll_estimator`` (under ``likelihood=dlmeval``: ``diffscore`` with ``n_masks`` / ``n_rates``, or ``llada``),
-``mc_num`` (128), ``mc_batch``, ``cfg`` (classifier-free guidance, ``likelihood=llada``), ``check_greedy``;
+``mc_num`` (128), ``mc_batch``, ``cfg`` (classifier-free guidance, ``likelihood=llada``), ``check_greedy``,
+``vocab`` (the rows LLaDA's estimator normalises over: ``tokenizer``, the default, or ``family`` / ``all``,
+:mod:`dlmeval.integrations.lm_eval_ll`);
 ``nfe_log`` (a JSONL file that receives one record per request).
 
 How each request type is answered:
@@ -140,6 +142,7 @@ class DlmevalLM(LikelihoodConventions, LM):
         likelihood: str = "dlmeval",
         cfg: float | str = 0.0,
         check_greedy: bool | str | None = None,
+        vocab: str = "tokenizer",
         nfe_log: str | None = None,
         group: str = "doc",
         lm=None,
@@ -204,7 +207,7 @@ class DlmevalLM(LikelihoodConventions, LM):
             )
         self.ll_estimator = ll_estimator
         self.mc_num = int(mc_num)
-        self._set_likelihood(likelihood, cfg, check_greedy, _opt_int(mc_batch))
+        self._set_likelihood(likelihood, cfg, check_greedy, _opt_int(mc_batch), vocab)
         self.nfe_log = nfe_log
         self.nfe_records: list[dict[str, Any]] = []
         self.unused_args = dict(unused)

@@ -16,6 +16,13 @@ request plumbing of :mod:`dlmeval.integrations.lm_eval`.
                 likelihoods (``cfg`` is refused), ``check_greedy`` default false
 ==============  ==================================================================================================
 
+``vocab`` (model argument; :data:`dlmeval.scoring.core.VOCABS`): the output rows LLaDA's estimator and the greedy
+checks normalise over. ``tokenizer`` (the default) leaves the padded vocabulary rows past the tokenizer out, as every
+dlmeval likelihood does; ``family`` takes the rule of the family's own likelihood code (``Family.likelihood_vocab``:
+every row for LLaDA, Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy`` over the raw logits), so
+``likelihood=llada vocab=family`` is LLaDA's harness without the one shim ``tests/test_llada_harness.py`` records.
+The DiffScore estimator refuses any but ``tokenizer``.
+
 Every estimate's draws come from a generator seeded by (run seed, request id), so a request's value does not depend
 on the other requests (LLaDA's harness draws from the global RNG in request order); given the same generator seed
 the ``llada`` convention reproduces the harness's numbers (``tests/parity/test_llada_harness.py``).
@@ -49,7 +56,7 @@ def as_bool(v: Any) -> bool:
 class LikelihoodConventions:
     """The ``loglikelihood`` of each convention; mixed into :class:`dlmeval.integrations.lm_eval.DlmevalLM`."""
 
-    def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch) -> None:
+    def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch, vocab: str = "tokenizer") -> None:
         if likelihood not in LIKELIHOODS:
             raise InputError(
                 f"likelihood={likelihood!r}; choose one of {', '.join(LIKELIHOODS)} (dlmeval: the pair layout and "
@@ -65,6 +72,19 @@ class LikelihoodConventions:
                 "likelihood=llada (dllm's applies guidance in generation only)"
             )
         self.check_greedy = as_bool(check_greedy) if check_greedy is not None else likelihood == "llada"
+        from dlmeval.scoring.core import VOCABS
+
+        if vocab not in VOCABS:
+            raise InputError(
+                f"vocab={vocab!r}; choose one of {', '.join(VOCABS)} (tokenizer: padded vocabulary rows left out; "
+                "family: the rule of the family's own likelihood code)"
+            )
+        if vocab != "tokenizer" and likelihood == "dlmeval" and self.ll_estimator != "llada":
+            raise InputError(
+                f"vocab={vocab} reaches LLaDA's estimator only; use likelihood=llada / dllm or ll_estimator=llada "
+                "(the DiffScore estimator normalises over the tokenizer's rows)"
+            )
+        self.vocab = vocab
         if mc_batch is None:
             mc_batch = self._batch_size if likelihood in ("llada", "dllm") else 16
         self.mc_batch = int(mc_batch)
@@ -97,9 +117,20 @@ class LikelihoodConventions:
                 derive_seed(self.seed, f"lm-eval-{self.likelihood}", request_id("ll", c, x))
             )
             val = llada_log_likelihood(
-                self.lm, ids, span, mc_num=self.mc_num, batch_size=self.mc_batch, cfg=self.cfg, generator=gen
+                self.lm,
+                ids,
+                span,
+                mc_num=self.mc_num,
+                batch_size=self.mc_batch,
+                cfg=self.cfg,
+                generator=gen,
+                vocab=self.vocab,
             )
-            greedy = llada_greedy(self.lm, ids, span, cfg=self.cfg) if self.check_greedy else False
+            greedy = (
+                llada_greedy(self.lm, ids, span, cfg=self.cfg, vocab=self.vocab)
+                if self.check_greedy
+                else False
+            )
             recs.append(
                 {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": len(t)}
             )
@@ -144,7 +175,13 @@ class LikelihoodConventions:
             nfe0 = self.lm.nfe
             gen = torch_generator(derive_seed(self.seed, "lm-eval-llada", request_id("ll", c, x)))
             val = llada_log_likelihood(
-                self.lm, lay.ids, lay.candidate, mc_num=self.mc_num, batch_size=self.mc_batch, generator=gen
+                self.lm,
+                lay.ids,
+                lay.candidate,
+                mc_num=self.mc_num,
+                batch_size=self.mc_batch,
+                generator=gen,
+                vocab=self.vocab,
             )
             a, b = lay.candidate
             recs.append(
@@ -157,34 +194,14 @@ class LikelihoodConventions:
 
     def _greedy(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[bool]:
         """Whether the argmax reproduces every continuation token with the whole continuation masked."""
-        import torch
-
-        from dlmeval.models.base import length_sorted_batches
+        from dlmeval.scoring.core import MaskedRow, iter_scores
 
         fmt = self._scorer().formatter
         lays = [fmt.layout("cond", x, c) for c, x in zip(contexts, continuations)]
+        rows = [MaskedRow(lay.ids, range(*lay.candidate)) for lay in lays]
         out = [True] * len(lays)
-        m = self.lm
-        for batch in length_sorted_batches([len(lay.ids) for lay in lays], batch_size=self._batch_size):
-            seqs, spans = [], []
-            for i in batch:
-                ids = list(lays[i].ids)
+        for scored in iter_scores(self.lm, rows, batch_size=self._batch_size, top_k=1, vocab=self.vocab):
+            for i, top in zip(scored.rows, scored.top_ids):
                 a, b = lays[i].candidate
-                spans.append((a, b, ids[a:b]))
-                ids[a:b] = [m.mask_token_id] * (b - a)
-                seqs.append(ids)
-            x, attn = m.pad(seqs)
-            off = m.offset(attn)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            for r, (a, b, _) in enumerate(spans):
-                pos[r, int(off[r]) + a : int(off[r]) + b] = True
-            with torch.no_grad():
-                ps = m.score_positions(x, attn, pos, top_k=1)
-            top = ps.top_ids[:, 0].tolist()
-            k = 0
-            for r, i in enumerate(batch):
-                a, b, target = spans[r]
-                got = top[k : k + (b - a)]
-                k += b - a
-                out[i] = got == list(target)
+                out[i] = top[:, 0].tolist() == list(lays[i].ids[a:b])
         return out

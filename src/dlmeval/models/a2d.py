@@ -321,6 +321,7 @@ FAMILY = register_family(
         tokenizer_quirks=_QUIRKS,
         chat_template="optional",
         logit_shift=0,
+        likelihood_vocab="all",  # dllm's MDLM harness (LLaDAEvalHarness): F.cross_entropy over every output row
         attention="bidirectional",
         native_schedule="linear",
         # dllm's MDLMSampler `remasking` values
@@ -343,6 +344,7 @@ FAMILY_BD3LM = register_family(
         standin_description="A2D-BD3LM stand-in: an a2d-qwen2 directory trained block-causally in blocks of 4 "
         "(tests)",
         attention="block-causal",
+        likelihood_vocab="tokenizer",  # dllm's BD3LM harness has no loglikelihood: dlmeval's rule
         generation={"block_length": BD3LM_BLOCK},
         hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1",),
     )

@@ -362,6 +362,9 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
     #: the unmasking schedule of the family's own sampler (``dlmeval.sampling.SCHEDULES``): the sampler's
     #: default for strategies that never re-mask
     native_schedule: str = "linear"
+    #: the output rows the family's own likelihood code normalises over (``Family.likelihood_vocab``: ``tokenizer``
+    #: or ``all``); read only when a caller asks for the family's rule (``vocab_rows="all"`` below)
+    likelihood_vocab: str = "tokenizer"
     #: the LoRA adapter loaded onto the module (:class:`dlmeval.models.adapters.AdapterInfo`), and what it adds to
     #: the identity
     adapter: Any = None
@@ -397,6 +400,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
             self.logit_shift = fam.logit_shift
             self.native_schedule = fam.native_schedule
             self.prepend_bos = fam.bos == "prepend"
+            self.likelihood_vocab = fam.likelihood_vocab
         self.padding_side = padding_side or (fam.padding_side if fam is not None else "right")
         if pad_token_id is None:
             pad_token_id = getattr(tokenizer, "pad_token_id", None)
@@ -427,7 +431,13 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
                 self._pad_vocab = (torch.arange(width, device=self.device) >= n) if n < width else None
         return self._pad_vocab if isinstance(self._pad_vocab, torch.Tensor) else None
 
-    def _vocab_masked(self, z: torch.Tensor) -> torch.Tensor:
+    def _vocab_masked(self, z: torch.Tensor, rows: str = "tokenizer") -> torch.Tensor:
+        """``z`` with the padded vocabulary rows at the float32 minimum; ``rows="all"``: as it is (every row of the
+        head takes part in the normalisation, as the families' own likelihood code has it)."""
+        if rows == "all":
+            return z
+        if rows != "tokenizer":
+            raise InputError(f"vocab_rows must be 'tokenizer' or 'all', got {rows!r}")
         pad = self._padded_vocab(z.shape[-1])
         if pad is None:
             return z
@@ -538,6 +548,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         *,
         inputs_embeds: torch.Tensor | None = None,
         block_size: int | None = None,
+        vocab_rows: str = "tokenizer",
     ) -> torch.Tensor:
         """Float32 logits ``[N, V]`` only at ``positions``, aligned like :meth:`logits`: a bool mask ``[B, L]``
         (rows in ``positions.nonzero()`` order) or a pair ``(batch_index, position)`` of long tensors (rows in
@@ -549,7 +560,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         :mod:`dlmeval.sampling.softmask`; ``input_ids`` still gives the shape and the positions). ``block_size``
         runs the network block-causally (:func:`block_causal_mask`: blocks of ``block_size`` physical columns, each
         seeing itself and the blocks before it; block diffusion, :mod:`dlmeval.sampling.block`); only families
-        with ``block_attention = True`` take it."""
+        with ``block_attention = True`` take it. ``vocab_rows="all"`` keeps the padded vocabulary rows' logits
+        (:meth:`_vocab_masked`)."""
         b = self._checked(input_ids, inputs_embeds)
         bi, pi = position_pairs(positions, tuple(input_ids.shape))
         ids = input_ids if inputs_embeds is None else None
@@ -568,8 +580,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         self._count(b)
         src = self._source_positions(bi, pi, attention_mask)
         if out.logits is not None:
-            return self._vocab_masked(out.logits[bi, src].float())
-        return self._vocab_masked(self._head(out.last_hidden[bi, src]).float())
+            return self._vocab_masked(out.logits[bi, src].float(), vocab_rows)
+        return self._vocab_masked(self._head(out.last_hidden[bi, src]).float(), vocab_rows)
 
     @torch.no_grad()
     def hidden_states(
@@ -595,6 +607,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         max_logprob: bool = False,
         chunk: int = 4096,
         grad: bool = False,
+        vocab_rows: str = "tokenizer",
     ) -> PositionScores:
         """Log-probabilities only at ``positions`` (bool ``[B, L]``), the memory-lean path.
 
@@ -604,7 +617,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         vocabulary per position is a measurable share of a scoring pass that DiffScore does not use. The ``[B, L, V]`` float32 tensor is never built:
         hidden states are gathered at the positions (shifted for Dream-style models) and projected in chunks of
         ``chunk`` rows. ``grad=True`` lets gradients flow (to ``inputs_embeds`` or the weights); by default the
-        call runs under ``torch.no_grad`` so that scoring never keeps an autograd graph.
+        call runs under ``torch.no_grad`` so that scoring never keeps an autograd graph. ``vocab_rows="all"``
+        normalises over every row of the head, the padded vocabulary included (:meth:`_vocab_masked`).
         """
         if not grad and torch.is_grad_enabled():
             with torch.no_grad():
@@ -619,6 +633,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
                     max_logprob=max_logprob,
                     chunk=chunk,
                     grad=False,
+                    vocab_rows=vocab_rows,
                 )
         b = self._checked(input_ids, inputs_embeds)
         if positions.dtype != torch.bool:
@@ -635,7 +650,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
                 z = out.logits[bi[sl], src[sl]].float()
             else:
                 z = self._head(out.last_hidden[bi[sl], src[sl]]).float()
-            logp = torch.log_softmax(self._vocab_masked(z), dim=-1)
+            logp = torch.log_softmax(self._vocab_masked(z, vocab_rows), dim=-1)
             m = logp.max(dim=-1).values if (max_logprob or tgt is None) else None
             if max_logprob:
                 mx.append(m)

@@ -135,6 +135,7 @@ FAMILY = register_family(
         ),
         chat_template="required",
         logit_shift=0,
+        likelihood_vocab="all",  # dllm's BERT harness: F.cross_entropy over every output row
         attention="bidirectional",
         native_schedule="linear",
         native_samplers={"low_confidence": "none", "random": "origin"},

@@ -94,6 +94,7 @@ FAMILY = register_family(
         ),
         chat_template="optional",
         logit_shift=1,
+        likelihood_vocab="all",  # Dream's lm-eval harness (dllm's port): F.cross_entropy over every output row
         attention="bidirectional",
         native_schedule="dream",  # diffusion_generate: int(M * (1 - s / t)) per step, a pass at every step
         # generation_utils.py's `alg` values -> the dlmeval strategy that reproduces each (docs/models.md)

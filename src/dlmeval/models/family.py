@@ -54,6 +54,9 @@ BOS_RULES = ("tokenizer", "prepend", "none")
 #: where a mask id may come from, in the order the loader tries them (the first found wins; a disagreement warns)
 MASK_SOURCES = ("config", "generation config", "tokenizer")
 CHAT_TEMPLATE_USE = ("none", "optional", "required")
+#: the output rows a likelihood normalises over: the tokenizer's ids (dlmeval's rule: the padded vocabulary rows past
+#: the tokenizer are left out) or every row of the head (``F.cross_entropy`` over the raw logits)
+VOCAB_ROWS = ("tokenizer", "all")
 
 #: the check-model rows (:mod:`dlmeval.models.checks`); a family lists those that apply to it
 CHECK_ROWS = (
@@ -124,6 +127,9 @@ class Family:
     # ---- network facts
     logit_shift: int = 0
     attention: str = "bidirectional"
+    #: the rows the family's own likelihood code normalises over (:data:`VOCAB_ROWS`); the masked-scoring core
+    #: applies it when a caller asks for the family's rule (dlmeval's default stays ``tokenizer``)
+    likelihood_vocab: str = "tokenizer"
     # ---- sampling facts
     native_schedule: str = "linear"
     native_samplers: Mapping[str, str] = field(default_factory=dict)
@@ -142,6 +148,7 @@ class Family:
             ("bos", self.bos, BOS_RULES),
             ("chat_template", self.chat_template, CHAT_TEMPLATE_USE),
             ("padding_side", self.padding_side, ("left", "right")),
+            ("likelihood_vocab", self.likelihood_vocab, VOCAB_ROWS),
         ):
             if value not in allowed:
                 raise ValueError(f"family {self.name!r}: {what} {value!r} is not one of {allowed}")
@@ -189,6 +196,7 @@ class Family:
             "bos": self.bos,
             "padding_side": self.padding_side,
             "logit_shift": self.logit_shift,
+            "likelihood_vocab": self.likelihood_vocab,
             "attention": self.attention,
             "native_schedule": self.native_schedule,
             "native_samplers": dict(self.native_samplers),

@@ -89,6 +89,7 @@ FAMILY = register_family(
         ),
         chat_template="optional",
         logit_shift=0,
+        likelihood_vocab="all",  # LLaDA's get_log_likelihood.py / eval_llada.py: F.cross_entropy over every output row
         attention="bidirectional",
         native_schedule="linear",
         # generate.py: remasking='low_confidence' is dlmeval's `none` (unmask by confidence, never re-mask);

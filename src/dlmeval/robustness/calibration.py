@@ -165,28 +165,18 @@ def dlm_token_probs(
     answer is its part before the first EOS; a raw region with tokens after the EOS is cut there). ``commit[b]``
     (optional): the commit-time log-probabilities of the answer tokens (:meth:`CommitRecorder.commit_logprobs`).
     """
-    from dlmeval.models.base import length_sorted_batches
+    from dlmeval.scoring.core import MaskedRow, iter_scores
 
     if commit is not None and len(commit) != len(generations):
         raise InputError(f"{len(commit)} commit-time arrays for {len(generations)} generations")
     seqs, spans, n_answer = scored_sequences(model, prompt_ids, generations)
     out: list[TokenProbs | None] = [None] * len(seqs)
-    for batch in length_sorted_batches([len(s) for s in seqs], batch_size=batch_size):
-        ids, attn = model.pad([seqs[i] for i in batch])
-        off = model.offset(attn).tolist()
-        pos = torch.zeros_like(ids, dtype=torch.bool)
-        for r, i in enumerate(batch):
-            a, b = spans[i]
-            pos[r, off[r] + a : off[r] + b] = True
-        sc = model.score_positions(ids, attn, pos, ids, max_logprob=True)
-        bi = sc.batch_index.cpu().numpy()
-        chosen = sc.logprob.double().cpu().numpy()
-        mx = sc.max_logprob.double().cpu().numpy()
-        for r, i in enumerate(batch):
-            sel = bi == r  # row-major order: positions come sorted within a row
+    rows = [MaskedRow(s, (), scored=range(a, b)) for s, (a, b) in zip(seqs, spans)]
+    for scored in iter_scores(model, rows, batch_size=batch_size, max_logprob=True):
+        for i, chosen, mx in zip(scored.rows, scored.logprob, scored.max_logprob):
             out[i] = TokenProbs(
-                max=mx[sel],
-                chosen=chosen[sel],
+                max=mx,
+                chosen=chosen,
                 commit=None
                 if commit is None or commit[i] is None
                 else np.asarray(commit[i], dtype=np.float64),

@@ -247,27 +247,21 @@ def gcg_loss(model: Any, item: AttackItem, onehot: torch.Tensor) -> torch.Tensor
 def _candidate_losses_dlm(
     model: DiffusionLM, item: AttackItem, suffixes: torch.Tensor, target_mask: torch.Tensor, batch: int
 ) -> np.ndarray:
+    """Each candidate suffix's loss (:func:`dgcg_loss` with a one-hot suffix): the masked target tokens scored
+    through the masked-scoring core (:mod:`dlmeval.scoring.core`), ``batch`` candidates a pass."""
+    from dlmeval.scoring.core import MaskedRow, iter_scores
+
     k = suffixes.shape[1]
     a, b, n = _layout(item, k)
-    base = torch.tensor(_sequence(item, [0] * k), dtype=torch.long, device=model.device)
-    cols = torch.arange(b, n, device=model.device)[target_mask.to(model.device)]
-    out = []
-    with torch.no_grad():
-        for s in range(0, suffixes.shape[0], batch):
-            suf = suffixes[s : s + batch].to(model.device)
-            r = suf.shape[0]
-            x = base.repeat(r, 1)
-            x[:, a : a + k] = suf
-            targets = x.clone()
-            x[:, cols] = int(model.mask_token_id)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            pos[:, cols] = True
-            attn = torch.ones_like(x)
-            sc = model.score_positions(x, attn, pos, targets)
-            loss = torch.zeros(r, dtype=torch.float64, device=x.device)
-            loss.index_add_(0, sc.batch_index, -sc.logprob.double())
-            out.append(loss.cpu().numpy())
-    return np.concatenate(out)
+    base = _sequence(item, [0] * k)
+    cols = [b + j for j, on in enumerate(torch.as_tensor(target_mask).tolist()) if on]
+    rows = [MaskedRow(base[:a] + [int(t) for t in suf] + base[a + k :], cols) for suf in suffixes.tolist()]
+    out = np.zeros(len(rows), dtype=np.float64)
+    for scored in iter_scores(model, rows, batch_size=batch):  # one length: the candidates in order
+        for r, lp in zip(scored.rows, scored.logprob):
+            for v in lp.tolist():
+                out[r] -= v
+    return out
 
 
 def _candidate_losses_ar(model: Any, item: AttackItem, suffixes: torch.Tensor, batch: int) -> np.ndarray:

@@ -68,6 +68,7 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.models.base import length_sorted_batches
 from dlmeval.robustness.perturb import NUMBER_WORDS, STOPWORDS, stochastic_round, words
+from dlmeval.scoring.core import MaskedRow, iter_scores, masked_batch
 from dlmeval.seeding import numpy_rng
 
 VARIANTS = ("threshold", "topk", "uniform", "iterative", "editdist", "hybrid")
@@ -205,7 +206,7 @@ def masked_surprisal(
     """Phase 1: score every eligible position of every prompt with that position alone masked.
 
     Each (prompt, position) pair is one row: a copy of the prompt with the mask token at the position. Rows go
-    through ``model.score_positions`` in length-sorted batches of ``batch_size`` (:func:`length_sorted_batches`),
+    through the masked-scoring core (:mod:`dlmeval.scoring.core`) in length-sorted batches of ``batch_size`` (:func:`length_sorted_batches`),
     one forward pass each, so ``nfe == batches``. The batching changes which rows are padded together, which can
     move a surprisal in its last float bits (none moved on robust-tiny, batch 16 vs 1); a stored run keys it.
     """
@@ -215,30 +216,12 @@ def masked_surprisal(
     out = [np.full(len(x), np.nan) for x in ids]
     nfe0 = model.nfe
     batches = 0
-    mask_id = int(model.mask_token_id)
-    with torch.no_grad():
-        for batch in length_sorted_batches([len(ids[p]) for p, _ in rows], batch_size=batch_size):
-            seqs = []
-            for r in batch:
-                p, i = rows[r]
-                s = list(ids[p])
-                s[i] = mask_id
-                seqs.append(s)
-            x, attn = model.pad(seqs)
-            off = model.offset(attn)
-            pos = torch.zeros_like(x, dtype=torch.bool)
-            tgt = torch.zeros_like(x)
-            for b, r in enumerate(batch):
-                p, i = rows[r]
-                col = int(off[b]) + i
-                pos[b, col] = True
-                tgt[b, col] = int(ids[p][i])
-            sc = model.score_positions(x, attn, pos, tgt)
-            lp = sc.logprob.double().cpu().numpy()
-            for n, b in enumerate(sc.batch_index.tolist()):
-                p, i = rows[batch[b]]
-                out[p][i] = -lp[n]
-            batches += 1
+    masked = [MaskedRow(ids[p], (i,)) for p, i in rows]
+    for scored in iter_scores(model, masked, batch_size=batch_size):
+        for r, lp in zip(scored.rows, scored.logprob):
+            p, i = rows[r]
+            out[p][i] = -lp[0]
+        batches += 1
     return DetectionPass(out, model.nfe - nfe0, batches, len(rows))
 
 
@@ -432,24 +415,13 @@ def infill(
         raise InputError(f"{len(flagged)} flag sets for {len(ids)} prompts")
     out = [list(x) for x in ids]
     nfe0 = model.nfe
-    mask_id = int(model.mask_token_id)
     banned = _banned_ids(model)
     todo = [p for p in range(len(ids)) if len(flagged[p])]
     with torch.no_grad():
         for batch in length_sorted_batches([len(ids[p]) for p in todo], batch_size=batch_size):
             rows = [todo[b] for b in batch]
-            seqs = []
-            for p in rows:
-                s = list(ids[p])
-                for i in flagged[p]:
-                    s[int(i)] = mask_id
-                seqs.append(s)
-            x, attn = model.pad(seqs)
-            off = model.offset(attn)
-            masked = torch.zeros_like(x, dtype=torch.bool)
-            for b, p in enumerate(rows):
-                for i in flagged[p]:
-                    masked[b, int(off[b]) + int(i)] = True
+            mb = masked_batch(model, [MaskedRow(ids[p], flagged[p]) for p in rows])
+            x, attn, off, masked = mb.ids, mb.attention_mask, mb.offsets, mb.masked
             total = masked.sum(1)
             done = torch.zeros_like(total)
             for s in range(1, steps + 1):

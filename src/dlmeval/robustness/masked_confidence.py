@@ -51,46 +51,22 @@ def masked_token_probs(
 ) -> list[TokenProbs]:
     """Per-token ``max`` and ``chosen`` log-probabilities of DLM answers, each position masked (module docstring);
     the same answer spans, ``n_tokens`` and ``commit`` as :func:`dlm_token_probs`."""
-    from dlmeval.models.base import length_sorted_batches
+    from dlmeval.scoring.core import MaskedRow, iter_scores
 
     if len(item_ids) != len(generations):
         raise InputError(f"{len(item_ids)} item ids for {len(generations)} generations")
     seqs, spans, n_answer = scored_sequences(model, prompt_ids, generations)
-    mask = int(model.mask_token_id)
-    rows: list[tuple[int, np.ndarray]] = []  # (answer index, masked positions in the unpadded sequence)
+    rows: list[tuple[int, np.ndarray]] = []  # (answer index, group: masked answer positions from 0)
     for i, (a, b) in enumerate(spans):
         for g in mask_groups(b - a, groups, seed=seed, item_id=str(item_ids[i])):
-            rows.append((i, a + g))
+            rows.append((i, g))
     mx = [np.full(b - a, np.nan) for a, b in spans]
     ch = [np.full(b - a, np.nan) for a, b in spans]
-    lengths = [len(seqs[i]) for i, _ in rows]
-    for batch in length_sorted_batches(lengths, batch_size=batch_size):
-        inputs = []
-        for r in batch:
-            i, pos = rows[r]
-            s = list(seqs[i])
-            for p in pos:
-                s[int(p)] = mask
-            inputs.append(s)
-        ids, attn = model.pad(inputs)
-        targets, _ = model.pad([seqs[rows[r][0]] for r in batch])
-        off = model.offset(attn).tolist()
-        where = torch.zeros_like(ids, dtype=torch.bool)
-        for k, r in enumerate(batch):
-            where[k, [off[k] + int(p) for p in rows[r][1]]] = True
-        logits = model.logits_at(ids, attn, where).float()
-        logits[:, mask] = float("-inf")  # the mask token is no answer
-        lp = torch.log_softmax(logits, dim=-1)
-        bi, pi = where.nonzero(as_tuple=True)
-        tgt = targets[bi, pi]
-        chosen = lp.gather(1, tgt[:, None]).squeeze(1).double().cpu().numpy()
-        best = lp.max(dim=-1).values.double().cpu().numpy()
-        bi, pi = bi.cpu().numpy(), pi.cpu().numpy()
-        for n in range(len(bi)):
-            k = int(bi[n])
-            i = rows[batch[k]][0]
-            j = int(pi[n]) - off[k] - spans[i][0]
-            mx[i][j], ch[i][j] = best[n], chosen[n]
+    masked = [MaskedRow(seqs[i], spans[i][0] + g) for i, g in rows]
+    for scored in iter_scores(model, masked, batch_size=batch_size, max_logprob=True, exclude_mask=True):
+        for r, chosen, best in zip(scored.rows, scored.logprob, scored.max_logprob):
+            i, g = rows[r]
+            mx[i][g], ch[i][g] = best, chosen  # the group is sorted: the core's ascending order
     out = []
     for i in range(len(seqs)):
         cm = None if commit is None or commit[i] is None else np.asarray(commit[i], dtype=np.float64)

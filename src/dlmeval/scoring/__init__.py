@@ -53,8 +53,10 @@ shape, padding): the same call gives the same bits, and a stored run fixes its c
 Diagnostics (:mod:`dlmeval.scoring.diagnostics`): profile matrices, profile weights learned by k-fold CV on human
 scores, token tables and token heat maps.
 
-Modules: :mod:`~dlmeval.scoring.masks` (mask schemes), :mod:`~dlmeval.scoring.configs` (configurations, input
-layout, prompts, truncation), :mod:`~dlmeval.scoring.spec` (estimator settings, presets, weightings),
+Modules: :mod:`~dlmeval.scoring.core` (the masked-scoring core: masked copies of token ids in, per-position
+log-probabilities out, in canonical batches; every masked-scoring caller's one loop),
+:mod:`~dlmeval.scoring.masks` (mask schemes), :mod:`~dlmeval.scoring.configs` (configurations, input layout,
+prompts, truncation), :mod:`~dlmeval.scoring.spec` (estimator settings, presets, weightings),
 :mod:`~dlmeval.scoring.estimator` (:class:`DiffScorer`),
 :mod:`~dlmeval.scoring.diagnostics`.
 """
@@ -82,7 +84,7 @@ _EXPORTS = {
     "EstimatorSpec": "spec",
     "resolve_estimator": "spec",
 }
-_MODULES = ("configs", "diagnostics", "estimator", "llada_ll", "masks", "names", "spec")
+_MODULES = ("configs", "core", "diagnostics", "estimator", "llada_ll", "masks", "names", "spec")
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MODULES)

@@ -2,8 +2,8 @@
 
 For a text of ``L`` scored tokens (the candidate, or the source for ``reverse``) the estimator draws K masking
 patterns over T masking rates (:mod:`dlmeval.scoring.masks`), replaces the hidden tokens by the model's mask token,
-and reads ``log p(x_i | x_t)`` at every hidden position with ``model.score_positions`` (never a ``[B, L, V]``
-tensor). Each mask ``M_j`` at rate ``t_k`` gives one value ``v_j = w_j * sum_{i in M_j} log p(x_i | x_t)`` with
+and reads ``log p(x_i | x_t)`` at every hidden position through the masked-scoring core (:mod:`dlmeval.scoring.core`:
+``model.score_positions``, never a ``[B, L, V]`` tensor). Each mask ``M_j`` at rate ``t_k`` gives one value ``v_j = w_j * sum_{i in M_j} log p(x_i | x_t)`` with
 the weight of the paper (DiffScore appendix D.5, Table 22):
 
 * ``mlp`` (default): ``w = 1 / |M_j|``, the mean log-probability of the hidden tokens,
@@ -25,7 +25,7 @@ score is then the weighted sum of the per-mask values (``MaskSet.weight``).
 
 Work is packed across items: every masked copy of every item is a row, rows are cut into length-sorted batches
 (:func:`dlmeval.models.length_sorted_batches`), identical masks of one item are computed once, and a source
-shared by many candidates is tokenized once. Masks come from a generator seeded by (seed, item, masked side,
+shared by many candidates is tokenized once (the batching, padding and mask token are the core's). Masks come from a generator seeded by (seed, item, masked side,
 scheme, K, T), so which masks an item gets never depends on the call. A row's log-probabilities are computed
 independently of the other rows up to float rounding: the padded width and the batch shape can move the last
 bits (below 1e-6 on the CPU in float32, measured in ``benchmarks/bench_score_identity.py``). So the same call
@@ -43,10 +43,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import length_sorted_batches
 from dlmeval.progress import progress_bar
 from dlmeval.scoring.configs import (
     COMPONENTS,
@@ -56,6 +54,7 @@ from dlmeval.scoring.configs import (
     PairFormatter,
     resolve_config,
 )
+from dlmeval.scoring.core import MaskedRow, iter_scores
 from dlmeval.scoring.masks import MaskSet, make_masks, rate_grid
 from dlmeval.scoring.spec import (  # noqa: F401  (re-exported: the estimator API)
     PRESETS,
@@ -450,7 +449,6 @@ class DiffScorer:
                 mask_row[m] = r
             d.mask_row = mask_row
         del seen
-        lengths = [len(ids) for ids in row_seq]
         row_lp: list[np.ndarray | None] = [None] * len(row_seq)
         # rows left per unique item, to write finished items to the run as soon as they complete
         left: dict[int, int] = {}
@@ -464,20 +462,20 @@ class DiffScorer:
         self._finish(cfg, finished, by_item, uitems, row_lp, token_scores, results)
 
         self.rows_scored = len(row_seq)
+        rows = [MaskedRow(ids, pos) for ids, pos in zip(row_seq, row_pos)]
         with progress_bar("DiffScore", len(row_seq), enabled=progress) as bar:
-            for batch in length_sorted_batches(
-                lengths, batch_size=self.batch_size, max_tokens=self.max_tokens
+            for scored in iter_scores(
+                self.model, rows, batch_size=self.batch_size, max_tokens=self.max_tokens
             ):
-                lps = self._forward([row_seq[r] for r in batch], [row_pos[r] for r in batch])
                 done_now = []
-                for r, lp in zip(batch, lps, strict=True):
+                for r, lp in zip(scored.rows, scored.logprob, strict=True):
                     row_lp[r] = lp
                     for it in row_items[r]:
                         left[it] -= 1
                         if left[it] == 0:
                             done_now.append(it)
                 self._finish(cfg, sorted(done_now), by_item, uitems, row_lp, token_scores, results)
-                bar.update(len(batch))
+                bar.update(len(scored.rows))
 
     def _text_warnings(self, cfg: str, item: tuple, warning: str | None) -> str | None:
         """Item warnings about the texts themselves: literal special-token strings (tokenized as plain text) and
@@ -514,27 +512,6 @@ class DiffScorer:
                     f"{cfg}: {n} {what}(s) truncated from the end to fit the model window of {window} tokens "
                     "(see the 'warning' column)"
                 )
-
-    @torch.inference_mode()
-    def _forward(self, seqs: list[tuple[int, ...]], positions: list[np.ndarray]) -> list[np.ndarray]:
-        """log p of the original token at each hidden position of each row (rows scored independently)."""
-        model = self.model
-        ids, attn = model.pad(seqs)
-        offs = model.offset(attn).cpu().numpy()
-        b_idx = np.concatenate([np.full(len(p), r) for r, p in enumerate(positions)])
-        p_idx = np.concatenate([p + offs[r] for r, p in enumerate(positions)])
-        pos = torch.zeros(ids.shape, dtype=torch.bool)
-        pos[torch.from_numpy(b_idx), torch.from_numpy(p_idx)] = True
-        pos = pos.to(ids.device)
-        masked = ids.masked_fill(pos, model.mask_token_id)
-        sc = model.score_positions(masked, attn, pos, ids)
-        lp = sc.logprob.float().cpu().numpy().astype(np.float64)
-        # nonzero() is row-major and positions are sorted ascending within a row
-        out, s = [], 0
-        for p in positions:
-            out.append(lp[s : s + len(p)])
-            s += len(p)
-        return out
 
     def _finish(self, cfg, items, by_item, uitems, row_lp, token_scores, results) -> None:
         for j in items:

@@ -27,6 +27,12 @@ the continuation's ids those of the whole string past the context's: lm-eval's o
 unsupervised classifier-free guidance ``cfg`` (``cfg > 0``: each row is also run with every token outside the answer
 masked, and the logits are ``un + (cfg + 1) (cond - un)``; LLaDA reports ARC-C, HellaSwag, PIQA and GPQA with
 ``cfg = 0.5``). :func:`llada_greedy` is its ``is_check_greedy`` test.
+
+``vocab`` (:data:`dlmeval.scoring.core.VOCABS`): the output rows the log-softmax runs over. The default
+``tokenizer`` leaves the padded vocabulary rows past the tokenizer out (dlmeval's rule everywhere); LLaDA's code
+takes ``F.cross_entropy`` over every row of the head (``family`` or ``all``: LLaDA-8B has 126,464 rows for
+126,349 token ids). On the tiny-llada stand-in, whose 43 padded rows are untrained, the two differ by 0.05-0.07
+nats (tests/fixtures/llada_harness_tiny.json was recorded with those rows masked, as dlmeval's default does).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import math
 from collections.abc import Sequence
 
 import torch
+
+from dlmeval.scoring.core import MaskedRow, guided_logits_at, iter_scores
 
 
 def stratified_counts(k: int, length: int, rows: int) -> list[int]:
@@ -60,56 +68,27 @@ def llada_encode_pair(model, context: str, continuation: str) -> tuple[list[int]
     return ctx, whole[len(ctx) :]
 
 
-def _cfg_logits(model, ids: torch.Tensor, attn: torch.Tensor, where: torch.Tensor, prompt, cfg: float):
-    """Logits ``[N, V]`` at ``where``; with ``cfg > 0`` guided: the rows again with ``prompt`` positions masked,
-    ``un + (cfg + 1) (cond - un)`` (one forward pass of both halves, as LLaDA's ``get_logits``)."""
-    if cfg <= 0:
-        return model.logits_at(ids, attn, where)
-    un = ids.clone()
-    un[prompt] = model.mask_token_id
-    z = model.logits_at(torch.cat([ids, un]), torch.cat([attn, attn]), torch.cat([where, where]))
-    cond, uncond = z.chunk(2)
-    return uncond + (cfg + 1) * (cond - uncond)
-
-
 def _masked_nll(
-    model, seqs: list[list[int]], masks: list[list[int]], *, cfg: float = 0.0, span=None
+    model,
+    seqs: list[list[int]],
+    masks: list[list[int]],
+    *,
+    cfg: float = 0.0,
+    span=None,
+    vocab: str = "tokenizer",
 ) -> list[float]:
-    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked;
-    ``cfg > 0`` (all rows one length): guided by the rows with every position outside ``span`` masked."""
+    """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked, the
+    rows one forward pass (:mod:`dlmeval.scoring.core`); ``cfg > 0``: guided by the rows with every position
+    outside ``span`` masked."""
+    outside = None
     if cfg > 0:
-        ids = torch.tensor([list(s) for s in seqs], device=model.device)
-        attn = torch.ones_like(ids)
-        where = torch.zeros_like(ids, dtype=torch.bool)
-        for r, pos in enumerate(masks):
-            where[r, list(pos)] = True
-        targets = ids[where]
-        ids = ids.masked_fill(where, model.mask_token_id)
-        prompt = torch.ones_like(where)
-        prompt[:, span[0] : span[1]] = False
-        logp = torch.log_softmax(_cfg_logits(model, ids, attn, where, prompt, cfg), dim=-1)
-        lp = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
-        out = [0.0] * len(seqs)
-        for b, v in zip(where.nonzero(as_tuple=True)[0].tolist(), lp.tolist()):
-            out[b] -= v
-        return out
-    noisy = []
-    for s, pos in zip(seqs, masks):
-        row = list(s)
-        for p in pos:
-            row[p] = model.mask_token_id
-        noisy.append(row)
-    ids, attn = model.pad(noisy)
-    targets, _ = model.pad([list(s) for s in seqs])
-    off = model.offset(attn)
-    where = torch.zeros_like(ids, dtype=torch.bool)
-    for r, pos in enumerate(masks):
-        for p in pos:
-            where[r, int(off[r]) + p] = True
-    sc = model.score_positions(ids, attn, where, targets)
+        outside = [p for s in seqs[:1] for p in range(len(s)) if not span[0] <= p < span[1]]
+    rows = [MaskedRow(s, m, unconditional=outside) for s, m in zip(seqs, masks)]
     out = [0.0] * len(seqs)
-    for b, lp in zip(sc.batch_index.tolist(), sc.logprob.tolist()):
-        out[b] -= lp
+    for scored in iter_scores(model, rows, batch_size=len(rows), cfg=cfg, vocab=vocab):
+        for r, lp in zip(scored.rows, scored.logprob):
+            for v in lp.tolist():
+                out[r] -= v
     return out
 
 
@@ -122,6 +101,7 @@ def llada_log_likelihood(
     batch_size: int = 16,
     cfg: float = 0.0,
     generator: torch.Generator,
+    vocab: str = "tokenizer",
 ) -> float:
     """LLaDA's Monte Carlo estimate of the answer ``ids[span[0]:span[1]]``'s ELBO given the rest of ``ids`` (the
     module doc). ``mc_num // batch_size`` mini-batches of ``batch_size`` rows, one forward pass each (``cfg > 0``:
@@ -141,13 +121,15 @@ def llada_log_likelihood(
         for m in counts:
             perm = torch.randperm(length, generator=generator)
             masks.append([a + j for j in range(length) if int(perm[j]) < m])
-        nll = _masked_nll(model, [seq] * batch_size, masks, cfg=cfg, span=span)
+        nll = _masked_nll(model, [seq] * batch_size, masks, cfg=cfg, span=span, vocab=vocab)
         losses.append(sum(n / (m / length) for n, m in zip(nll, counts)) / batch_size)
     return -sum(losses) / len(losses)
 
 
 @torch.no_grad()
-def llada_greedy(model, ids: Sequence[int], span: tuple[int, int], *, cfg: float = 0.0) -> bool:
+def llada_greedy(
+    model, ids: Sequence[int], span: tuple[int, int], *, cfg: float = 0.0, vocab: str = "tokenizer"
+) -> bool:
     """LLaDA's ``suffix_greedy_prediction``: the answer fully masked, unmasked one token per forward pass (the
     most confident argmax among the masked positions), and whether the result is the answer."""
     a, b = span
@@ -161,7 +143,7 @@ def llada_greedy(model, ids: Sequence[int], span: tuple[int, int], *, cfg: float
         where = row == model.mask_token_id
         where[0, :a] = False
         where[0, b:] = False
-        z = _cfg_logits(model, row, attn, where, prompt, cfg)
+        z = guided_logits_at(model, row, attn, where, prompt, cfg, vocab=vocab)
         x0 = z.argmax(-1)
         conf = torch.softmax(z, dim=-1).gather(-1, x0.unsqueeze(-1)).squeeze(-1)
         best = int(torch.argmax(conf))
@@ -188,6 +170,7 @@ def exact_elbo(
     *,
     weights: dict[int, float] | None = None,
     batch_size: int = 64,
+    vocab: str = "tokenizer",
 ) -> float:
     """``-sum_m w(m) (L / m) E_{|S| = m} sum_{i in S} -log p(x_i | x_{-S})`` by enumerating every non-empty mask
     subset of the answer (``2^L - 1`` rows; refused past 16 answer tokens). ``weights=None``: uniform ``w(m) = 1/L``,
@@ -201,7 +184,7 @@ def exact_elbo(
     nll: list[float] = []
     for i in range(0, len(subsets), batch_size):
         chunk = subsets[i : i + batch_size]
-        nll += _masked_nll(model, [seq] * len(chunk), chunk)
+        nll += _masked_nll(model, [seq] * len(chunk), chunk, vocab=vocab)
     by_m: dict[int, list[float]] = {}
     for s, n in zip(subsets, nll):
         by_m.setdefault(len(s), []).append(n)
