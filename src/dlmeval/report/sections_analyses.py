@@ -5,7 +5,7 @@ table (section 6.4). Imported by :mod:`dlmeval.report.sections_scoring`, so they
 
 from __future__ import annotations
 
-from dlmeval.report import figures_analyses as FA
+from dlmeval.report import figures as FA
 from dlmeval.report.fmt import TableView
 from dlmeval.report.registry import Context, Section, register
 
