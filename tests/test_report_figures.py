@@ -164,25 +164,6 @@ def test_robust_output_draws_the_report_figures(tmp_path, monkeypatch):
     assert lo == -hi and re.match("RdBu", im.get_cmap().name)
 
 
-def _legend_overlaps(fig) -> list[str]:
-    """Every legend (a panel's or the figure's) whose box overlaps the plotting area of a visible panel."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(fig)  # a Figure built without pyplot has no renderer of its own
-    canvas.draw()
-    r = canvas.get_renderer()
-    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
-    legends = [lg for lg in [*(ax.get_legend() for ax in axes), *fig.legends] if lg is not None]
-    bad = []
-    for lg in legends:
-        box = lg.get_window_extent(r)
-        for ax in axes:
-            a = ax.get_window_extent(r)
-            if box.x0 < a.x1 - 1 and box.x1 > a.x0 + 1 and box.y0 < a.y1 - 1 and box.y1 > a.y0 + 1:
-                bad.append(f"{[t.get_text() for t in lg.get_texts()][:3]} over {ax.get_title()!r}")
-    return bad
-
-
 def test_every_robustness_png_is_drawn_by_the_figure_home_with_legends_outside(tmp_path, monkeypatch):
     """#35 item 2 / #36 item 7: protocols.robust writes its PNGs through report.figures.save_png (one figure home),
     under the same file names, and no legend covers a panel."""
@@ -258,4 +239,4 @@ def test_every_robustness_png_is_drawn_by_the_figure_home_with_legends_outside(t
     ipm_labels = [t.get_text() for t in saved["ipm_variants.png"].axes[0].get_legend().get_texts()]
     assert sorted(ipm_labels) == ["ipm.random[0.1]", "ipm.span[0.1]", "noisy baseline"]
     for name, fig in saved.items():
-        assert _legend_overlaps(fig) == [], name
+        assert F.legend_overlaps(fig) == [], name

@@ -128,6 +128,7 @@ def _latency(ctx: Context) -> Section:
             caption="Wall seconds per output (mean, median, 90th percentile), CPU seconds, and the mean's ratio to "
             "BARTScore and to the AR baseline",
             name=ctx.name,
+            hide_absent=("family", "note"),  # a family not timed: a footnote, not a row
         )
     )
     return s

@@ -40,6 +40,7 @@ from dlmeval.report.figures.base import (
     figure_svg,
     grouped_bars,
     legend_outside,
+    legend_overlaps,
     save_png,
 )
 from dlmeval.report.figures.robustness import (
@@ -101,6 +102,7 @@ __all__ = [
     "ipm_comparison",
     "is_diffscore_row",
     "legend_outside",
+    "legend_overlaps",
     "mechanism",
     "meta_eval_ci",
     "nfe_vs_steps",

@@ -297,3 +297,23 @@ def empty_reason(fig) -> str | None:
     if xs_per_line and max(xs_per_line) <= 1:
         return "one level of the factor on the x axis (one point per line); the table shows the values"
     return None
+
+
+def legend_overlaps(fig) -> list[str]:
+    """The check of the legend rule: every legend (a panel's or the figure's) whose box overlaps the plotting area
+    of a visible panel, named by its first labels and the panel's title (an empty list when the rule holds)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # a Figure built without pyplot has no renderer of its own
+    canvas.draw()
+    r = canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    legends = [lg for lg in [*(ax.get_legend() for ax in axes), *fig.legends] if lg is not None]
+    bad = []
+    for lg in legends:
+        box = lg.get_window_extent(r)
+        for ax in axes:
+            a = ax.get_window_extent(r)
+            if box.x0 < a.x1 - 1 and box.x1 > a.x0 + 1 and box.y0 < a.y1 - 1 and box.y1 > a.y0 + 1:
+                bad.append(f"{[t.get_text() for t in lg.get_texts()][:3]} over {ax.get_title()!r}")
+    return bad
