@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dlmeval.report import figures as F
 from dlmeval.report.fmt import TableView
@@ -161,3 +162,81 @@ def test_robust_output_draws_the_report_figures(tmp_path, monkeypatch):
     im = next(a for ax in fig.axes for a in ax.images)
     lo, hi = im.get_clim()
     assert lo == -hi and re.match("RdBu", im.get_cmap().name)
+
+
+def test_every_robustness_png_is_drawn_by_the_figure_home_with_legends_outside(tmp_path, monkeypatch):
+    """#35 item 2 / #36 item 7: protocols.robust writes its PNGs through report.figures.save_png (one figure home),
+    under the same file names, and no legend covers a panel."""
+    from dlmeval.protocols.robust.figures import draw_figures
+
+    saved = {}
+    real = F.save_png
+    monkeypatch.setattr(
+        F,
+        "save_png",
+        lambda fig, path, out=None, **kw: saved.setdefault(path.name, fig) and real(fig, path, out, **kw),
+    )
+    models, tasks = ["dlm-a", "ar-b"], ["arc", "gsm8k"]
+    acc = pd.DataFrame(
+        [
+            {"model": m, "task": t, "mode": "generation", "condition": c, "type": ty, "rate": r,
+             "accuracy": 0.8 - r - 0.1 * i, "rdi": np.nan if ty == "clean" else r + 0.05 * i}
+            for i, m in enumerate(models) for t in tasks
+            for c, ty, r in (("clean", "clean", 0.0), ("typo@0.1", "typo", 0.1), ("typo@0.3", "typo", 0.3))
+        ]
+    )  # fmt: skip
+    comp = pd.DataFrame(
+        [{"task": t, "mode": "generation", "pair": "dlm-a vs ar-b", "dlm": "dlm-a", "ar": "ar-b",
+          "mean_adv": 0.1, "ci_lo": 0.02, "ci_hi": 0.2, "adv_rate": 0.7} for t in tasks]
+    )  # fmt: skip
+    cal = pd.DataFrame(
+        [{"model": m, "task": t, "mode": "generation", "split": s, "ece": 0.1 + 0.01 * i, "auroc": 0.6}
+         for i, m in enumerate(models) for t in tasks for s in ("clean", "noisy", "typo@0.1", "typo@0.3")]
+    )  # fmt: skip
+    summ = pd.DataFrame(
+        [{"model": m, "task": t, "mode": "generation", "acc_clean": 0.8} for m in models for t in tasks]
+    )
+    dgcg = pd.DataFrame(
+        [{"model": m, "task": "arc", "suffix_length": L, "degradation": 0.1 * L, "mean_grad_norm": 1.0 + i,
+          "loss_trajectory": "3 2.5 2 1.8", "transfer_from": None, "transfer_degradation": np.nan}
+         for i, m in enumerate(models) for L in (2, 4)]
+    )  # fmt: skip
+    traj = pd.DataFrame([{"model": "dlm-a", "task": t, "id_divergence": 0.3} for t in tasks])
+    att = pd.DataFrame(
+        [{"model": "ar-b", "condition": c, "mean_ratio": 1.2} for c in ("typo@0.1", "typo@0.3")]
+    )
+    probes = pd.DataFrame(
+        [{"model": m, "task": "arc", "condition": "typo@0.1", "layers": "0 1 2", "accuracy_by_layer": "0.5 0.6 0.7"}
+         for m in models]
+    )  # fmt: skip
+    ipm = pd.DataFrame(
+        [{"model": "dlm-a", "task": "arc", "condition": "typo@0.1", "variant": v, "accuracy": a}
+         for v, a in (("clean", 0.9), ("noisy baseline", 0.6), ("ipm.random[0.1]", 0.65), ("ipm.span[0.1]", 0.7))]
+    )  # fmt: skip
+    tables = {"accuracy": acc, "comparison": comp, "calibration": cal, "summary": summ, "dgcg": dgcg,
+              "trajectory": traj, "attention": att, "probes": probes, "ipm": ipm}  # fmt: skip
+    files = [p.name for p in draw_figures(tables, tmp_path)]
+    assert files == [
+        "rdi_advantage.png",
+        "accuracy_vs_rate_arc.png",
+        "accuracy_vs_rate_gsm8k.png",
+        "rdi_heatmap_arc.png",
+        "rdi_heatmap_gsm8k.png",
+        "clean_accuracy_ece.png",
+        "ece_auroc_vs_rate_arc.png",
+        "ece_auroc_vs_rate_gsm8k.png",
+        "dgcg_arc.png",
+        "probes_by_layer.png",
+        "mechanism.png",
+        "pair_summary_1.png",
+        "ipm_variants.png",
+    ]
+    assert sorted(saved) == sorted(files) and all((tmp_path / f).stat().st_size > 1000 for f in files)
+    # what they show: the clean accuracy at rate 0, one line per model; the IPM bars without the clean variant
+    lines = F._data_lines(saved["accuracy_vs_rate_arc.png"].axes[0])
+    assert [ln.get_label() for ln in lines] == models
+    assert [list(ln.get_ydata()) for ln in lines][0] == pytest.approx([0.8, 0.7, 0.5])
+    ipm_labels = [t.get_text() for t in saved["ipm_variants.png"].axes[0].get_legend().get_texts()]
+    assert sorted(ipm_labels) == ["ipm.random[0.1]", "ipm.span[0.1]", "noisy baseline"]
+    for name, fig in saved.items():
+        assert F.legend_overlaps(fig) == [], name

@@ -571,6 +571,41 @@ def test_table_emphasizes_the_best_value_marks_cells_and_truncates():
     assert "1 more rows not shown (dlmeval runs export R)" in h and len(rows) == 3  # header + 2 rows
 
 
+def test_headline_tables_hide_absent_rows_and_list_them_under_the_table():
+    """#36 item 7: a paper baseline the suite did not run is not a row of dashes in a headline table but a footnote;
+    marks stay on their rows; a wide table scrolls inside its frame."""
+    from dlmeval.report.html import CSS
+
+    wide = pd.DataFrame(
+        {
+            "metric": ["BLEU", "BARTScore (absent: no checkpoint given)", "DiffScore (paper mapping)",
+                       "GPTScore (absent: no GPTScore templates)", "odd (absent: but it has a value)"],
+            **{f"bench{i} COH (rho doc-avg)": [0.1, np.nan, 0.3, np.nan, 0.2] for i in range(14)},
+        }
+    )  # fmt: skip
+    view = TableView(wide, marks={(2, "bench0 COH (rho doc-avg)"): "†"}, best={"bench0 COH (rho doc-avg)": "max"},
+                     hide_absent="metric")  # fmt: skip
+    assert view.absent == ["BARTScore (no checkpoint given)", "GPTScore (no GPTScore templates)"]
+    h = table_html(view)
+    rows = re.findall(r"<tr>(.*?)</tr>", h, flags=re.S)
+    absent_rows = [r for r in rows if "absent: no" in r]
+    assert len(rows) == 4 and absent_rows == []  # header + BLEU, DiffScore, the valued row
+    assert '<strong>0.300<sup class="mark">†</sup></strong>' in rows[2]  # the mark moved with its row
+    assert "odd (absent: but it has a value)" in rows[3]  # a row with numbers is never hidden
+    foot = re.search(r'<p class="note absent" data-absent="2">(.*?)</p>', h, re.S)
+    assert foot and "BARTScore (no checkpoint given); GPTScore (no GPTScore templates)" in foot.group(1)
+    # the latency form: a family that was not timed says so in its note
+    lat = pd.DataFrame({"family": ["DiffScore", "GPTScore"], "mean_s": [0.2, np.nan],
+                        "note": [None, "absent (no GPTScore templates for task SUM)"]})  # fmt: skip
+    v2 = TableView(lat, hide_absent=("family", "note"))
+    assert list(v2.df["family"]) == ["DiffScore"] and v2.absent == [
+        "GPTScore (no GPTScore templates for task SUM)"
+    ]
+    # without the option nothing is hidden; a wide table sits in a frame that scrolls sideways
+    assert len(re.findall(r"<tr>", table_html(TableView(wide)))) == 6
+    assert h.startswith('<div class="frame">') and re.search(r"div\.frame \{[^}]*overflow-x: auto", CSS)
+
+
 def test_pareto_front_keeps_configurations_nothing_beats():
     ppl = np.array([10.0, 12.0, 11.0, 30.0, 9.0, np.nan])
     mauve = np.array([0.5, 0.9, 0.4, 0.95, 0.2, 0.99])
@@ -944,3 +979,20 @@ def test_report_figures_show_what_their_captions_say_in_chromium(filled_store, t
     for svg in probe_figs:
         comments = " ".join(re.findall(r"<!--(.*?)-->", svg, re.S))
         assert all(m in comments for m in probe_models), (probe_models, comments[:500])
+    # #36 item 7: the headline tables show no row the run did not compute (a footnote names them); no figure of the
+    # page draws a legend over a panel (the figures of every run, checked box by box)
+    for body in re.findall(r'<table class="data".*?</table>', dom, re.S):
+        assert "(absent:" not in body
+    # the tiny meta-eval suite runs no BARTScore / GPTScore: their paper rows are named under the table instead
+    assert re.search(
+        r'<p class="note absent" data-absent="\d+">Not in this table[^<]*BARTScore \(not run', dom
+    )
+    from dlmeval.report import run_figures
+
+    with RunStore(path, must_exist=True) as store:
+        n_legends, overlaps = 0, []
+        for r in store.list_runs():
+            for title, fig in run_figures(store, r["run_id"]).items():
+                n_legends += sum(ax.get_legend() is not None for ax in fig.axes) + len(fig.legends)
+                overlaps += [f"{title}: {o}" for o in F.legend_overlaps(fig)]
+    assert n_legends >= 10 and overlaps == []

@@ -12,11 +12,11 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.models import tiny_model
 from dlmeval.protocols import score as score_protocol
+from dlmeval.report.figures import plot_token_heatmap
 from dlmeval.scoring import DiffScorer, PairFormatter, make_masks
 from dlmeval.scoring.diagnostics import (
     apply_profile_weights,
     learn_profile_weights,
-    plot_token_heatmap,
     profile_matrix,
     token_table,
 )

@@ -184,16 +184,18 @@ def _williams_psych(r12, r13, r23, n):
 
 def test_williams_published_example():
     # psych::r.test(103, .4, .5, .1) documentation example: t = -0.89, two-tailed p = 0.37
-    t, p = williams_test(0.4, 0.5, 0.1, 103)
+    t, p = williams_test(0.4, 0.5, 0.1, 103)  # the module's default: two-sided
     assert t == pytest.approx(-0.89, abs=0.005)
-    assert 2 * min(p, 1 - p) == pytest.approx(0.37, abs=0.01)
-    # one-sided H1: r12 > r13 -> p > 0.5 when r12 < r13
-    assert p > 0.5
+    assert p == pytest.approx(0.37, abs=0.01)
+    # one-sided H1: r12 > r13 (the DiffScore paper's) -> p > 0.5 when r12 < r13; its mirror is the other tail
+    greater = williams_test(0.4, 0.5, 0.1, 103, alternative="greater").p
+    less = williams_test(0.4, 0.5, 0.1, 103, alternative="less").p
+    assert greater > 0.5 and greater + less == pytest.approx(1.0) and p == pytest.approx(2 * less)
 
 
 @pytest.mark.parametrize("r", [(0.6, 0.4, 0.5, 50), (0.356, 0.342, 0.8, 2000), (0.2, 0.1, -0.3, 30)])
 def test_williams_matches_independent_formula(r):
-    t, p = williams_test(*r)
+    t, p = williams_test(*r, alternative="greater")
     assert t == pytest.approx(_williams_psych(*r), rel=1e-12)
     assert p == pytest.approx(sps.t.sf(t, r[3] - 3))
 
@@ -201,7 +203,8 @@ def test_williams_matches_independent_formula(r):
 def test_williams_larger_gap_or_more_items_is_more_significant():
     assert williams_test(0.6, 0.4, 0.5, 50).p < williams_test(0.5, 0.4, 0.5, 50).p
     assert williams_test(0.5, 0.4, 0.5, 500).p < williams_test(0.5, 0.4, 0.5, 50).p
-    assert williams_test(0.5, 0.5, 0.3, 50) == (0.0, 0.5)
+    assert williams_test(0.5, 0.5, 0.3, 50, alternative="greater") == (0.0, 0.5)
+    assert williams_test(0.5, 0.5, 0.3, 50) == (0.0, 1.0)
 
 
 def test_williams_rejects_impossible_input():
@@ -285,3 +288,94 @@ def test_anova_rejects_bad_designs():
         anova(df[df.seed == 0], "mauve", ["strategy", "temp", "steps"])
     with pytest.raises(InputError, match="single level"):
         anova(df[df.strategy == "none"], "mauve", ["strategy", "temp"])
+
+
+# ------------------------------------------------------------------------------ one significance convention (#35)
+def test_every_test_takes_scipys_alternative_and_rejects_others():
+    from dlmeval.stats import mann_whitney, paired_bootstrap_test
+
+    a, b = [1.0, 2.0, 3.5, 4.0], [0.5, 2.5, 3.0, 3.0]
+    for call in (
+        lambda alt: paired_ttest(a, b, alternative=alt),
+        lambda alt: wilcoxon(a, b, alternative=alt),
+        lambda alt: mann_whitney(a, b, alternative=alt),
+        lambda alt: williams_test(0.5, 0.4, 0.3, 20, alternative=alt),
+        lambda alt: paired_bootstrap_test(a, b, alternative=alt, n_resamples=100),
+    ):
+        for alt in ("two-sided", "greater", "less"):
+            call(alt)
+        with pytest.raises(InputError, match="alternative must be one of two-sided, greater, less"):
+            call("one-sided")
+
+
+def test_a_test_reports_the_interval_that_decides_it():
+    from dlmeval.stats import paired_bootstrap_test, rejects, test_confidence
+
+    assert test_confidence(0.05) == pytest.approx(0.95) and test_confidence(0.05, "greater") == pytest.approx(
+        0.9
+    )
+    assert rejects(0.1, 0.3, "greater") and not rejects(0.1, 0.3, "less") and rejects(-0.3, -0.1, "two-sided")
+    assert not rejects(float("nan"), 0.3, "greater")
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=15) + 0.4, rng.normal(size=15)
+    one = paired_bootstrap_test(a, b, alpha=0.05, alternative="greater", n_resamples=2000, seed=3)
+    two = paired_bootstrap_test(a, b, alpha=0.05, n_resamples=2000, seed=3)
+    # one-sided at 0.05: the 90% interval; two-sided: the 95% one, both from the same seeded draws
+    assert (one.lo, one.hi) == tuple(paired_bootstrap_ci(a, b, n_resamples=2000, confidence=0.9, seed=3))
+    assert (two.lo, two.hi) == tuple(paired_bootstrap_ci(a, b, n_resamples=2000, confidence=0.95, seed=3))
+    assert two.lo < one.lo < one.hi < two.hi and one.significant == (one.lo > 0)
+    # every pair differs by the same amount: the interval is that value
+    same = paired_bootstrap_test([2.0, 3.0, 4.0], [1.0, 2.0, 3.0], alternative="greater")
+    assert (same.lo, same.hi, same.significant) == (1.0, 1.0, True)
+
+
+def test_significance_callers_keep_their_numbers():
+    """Golden values recorded from the code before the one significance module (commit 5756780): the DiffScore
+    comparisons (Williams one-sided, the unit and resampled paired bootstraps), the protocol CIs and the paper marks
+    give the same numbers through it."""
+    from dlmeval.protocols.diffscore import paper_protocols as P
+    from dlmeval.stats.marks import williams_at_level
+
+    rng = np.random.default_rng(123)
+    h = rng.normal(size=60)
+    m1 = h + rng.normal(scale=0.8, size=60)
+    m2 = h + rng.normal(scale=1.5, size=60)
+    docs = np.array([f"d{i // 6}" for i in range(60)])
+    systems = np.array([f"s{i % 6}" for i in range(60)])
+    j = P.Judged(docs, systems, h)
+    bi, wi = np.arange(0, 40, 2), np.arange(1, 40, 2)
+    jd = P.Judged(None, None, None, bi, wi)
+    nan = float("nan")
+    want = {
+        "pearson": ("williams", 2.9612651312124445, 0.002230121375460032, nan, nan, 60, True),
+        "sys_spearman": ("williams", 4.949747468305833, 0.007912113945134538, nan, nan, 6, True),
+        "doc_spearman": ("paired_bootstrap", 0.32571428571428573, nan, 0.1314285714285714, 0.5145714285714287, 10, True),
+        "kendall": ("paired_bootstrap", 0.2180790960451977, nan, 0.04810087493566654, 0.3945592154340584, 60, True),
+        "darr_tau": ("paired_bootstrap", 0.3, nan, 0.09499999999999958, 0.6, 20, True),
+    }  # fmt: skip
+    for proto, w in want.items():
+        c = P.compare(proto, jd if proto == "darr_tau" else j, m1[:40] if proto == "darr_tau" else m1,
+                      m2[:40] if proto == "darr_tau" else m2, n_resamples=300, seed=5)  # fmt: skip
+        got = (c.test, c.statistic, c.p, c.ci_lo, c.ci_hi, c.n, c.a_better)
+        assert got[0] == w[0] and got[5:] == w[5:], proto
+        assert got[1:5] == pytest.approx(w[1:5], rel=1e-12, nan_ok=True), proto
+    cis = {
+        "kendall": (0.3871349657707573, 0.6676735711545838),
+        "doc_spearman": (0.5684285714285715, 0.8315714285714284),
+        "sys_pearson": (0.22753943508734012, 0.9888708841638773),
+    }
+    for proto, w in cis.items():
+        assert P.protocol_ci(proto, j, m1, n_resamples=300, seed=11) == pytest.approx(w, rel=1e-12), proto
+    assert P.protocol_ci("darr_tau", jd, m1[:40], n_resamples=300, seed=11) == pytest.approx((0.0, 0.7525))
+    s = williams_at_level("summary", m1, m2, human=h, method="spearman", docs=docs)
+    assert (s.n, s.t, s.p) == (
+        10,
+        pytest.approx(2.5007102108723034, rel=1e-12),
+        pytest.approx(0.0061972275822819774, rel=1e-12),
+    )
+    d = williams_at_level("darr", m1[:40], m2[:40], pairs=(bi, wi))
+    assert (d.n, d.t, d.p) == (
+        20,
+        pytest.approx(1.8104811605228845, rel=1e-12),
+        pytest.approx(0.0439660367236927, rel=1e-12),
+    )

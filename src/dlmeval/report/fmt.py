@@ -265,6 +265,53 @@ class TableView:
     more_hint: str = ""
     #: underline the second-best value of every ``best`` column too (the paper's tables: bold best, underline second)
     underline_second: bool = False
+    #: hide the rows the run did not compute (:func:`split_absent` on this label column, or on ``(label, note)``
+    #: columns) and list them in a footnote under the table: a headline table shows numbers, not rows of dashes
+    hide_absent: str | tuple[str, str] | None = None
+    #: the rows left out, "NAME (why)" (filled from ``hide_absent``)
+    absent: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not self.hide_absent:
+            return
+        label, note = (self.hide_absent, None) if isinstance(self.hide_absent, str) else self.hide_absent
+        kept, absent = split_absent(self.df, label, note)
+        if not absent:
+            return
+        pos = {old: new for new, old in enumerate(kept)}  # marks are keyed by row position
+        self.marks = {(pos[i], c): m for (i, c), m in self.marks.items() if i in pos}
+        self.df = self.df.iloc[kept]
+        self.absent = [*self.absent, *absent]
+
+
+#: a row label that stands for a row the run did not compute: ``"BARTScore (absent: no checkpoint)"``
+ABSENT_LABEL = re.compile(r"^(?P<name>.+?) \(absent: (?P<why>.+)\)$", re.S)
+
+
+def split_absent(df: pd.DataFrame, label: str, note: str | None = None) -> tuple[list[int], list[str]]:
+    """The positions of the rows of ``df`` the run computed, and ``"NAME (why)"`` of each row it did not: a row
+    whose ``label`` reads
+    ``NAME (absent: why)`` with no value in any other column (the meta-evaluation paper tables' empty baseline rows),
+    or whose ``note`` column reads ``absent (why)`` (the latency table). A headline table shows the first and
+    lists the second under it (:attr:`TableView.absent`) instead of a row of dashes."""
+    if df is None or df.empty or label not in df.columns:
+        return list(range(0 if df is None else len(df))), []
+    keep, absent = [], []
+    others = [c for c in df.columns if c not in (label, note)]
+    for i, row in enumerate(df.itertuples(index=False)):
+        rec = dict(zip(df.columns, row))
+        m = ABSENT_LABEL.match(str(rec[label]))
+        empty = all(
+            v is None or (isinstance(v, float) and math.isnan(v)) for k, v in rec.items() if k in others
+        )
+        why = str(rec.get(note) or "") if note else ""
+        if m and empty:
+            absent.append(f"{m['name']} ({m['why']})")
+        elif why.startswith("absent"):
+            absent.append(f"{rec[label]} {why[len('absent') :].strip() or '(not run)'}")
+        else:
+            keep.append(i)
+    return keep, absent
 
 
 def best_rows(values: pd.Series, how: str) -> set[int]:
@@ -347,6 +394,11 @@ def table_html(view: TableView) -> str:
     if extra > 0:
         hint = f" ({view.more_hint})" if view.more_hint else ""
         parts.append(f'<p class="more">… {extra} more rows not shown{hint}.</p>')
+    if view.absent:
+        parts.append(
+            f'<p class="note absent" data-absent="{len(view.absent)}">Not in this table (the run did not compute '
+            f"them): {html.escape('; '.join(view.absent))}.</p>"
+        )
     if view.note:
         parts.append(f'<p class="note">{html.escape(view.note)}</p>')
     return "\n".join(parts)
@@ -376,6 +428,7 @@ __all__ = [
     "MISSING",
     "TableView",
     "best_rows",
+    "split_absent",
     "decimals",
     "display_frame",
     "fmt_p",

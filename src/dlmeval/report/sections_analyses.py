@@ -5,7 +5,7 @@ table (section 6.4). Imported by :mod:`dlmeval.report.sections_scoring`, so they
 
 from __future__ import annotations
 
-from dlmeval.report import figures_analyses as FA
+from dlmeval.report import figures as FA
 from dlmeval.report.fmt import TableView
 from dlmeval.report.registry import Context, Section, register
 
@@ -128,6 +128,7 @@ def _latency(ctx: Context) -> Section:
             caption="Wall seconds per output (mean, median, 90th percentile), CPU seconds, and the mean's ratio to "
             "BARTScore and to the AR baseline",
             name=ctx.name,
+            hide_absent=("family", "note"),  # a family not timed: a footnote, not a row
         )
     )
     return s

@@ -109,6 +109,7 @@ def _meta_table(name: str):
                 note=note.strip(),
                 max_rows=60,
                 more_hint=ctx.more_hint(),
+                hide_absent="metric",  # a paper baseline the suite did not run: a footnote, not a row
             )
         )
         return s

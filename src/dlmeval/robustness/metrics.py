@@ -299,7 +299,8 @@ def compare(
             seed=seed,
         )
         lo, hi = float(ci.lo), float(ci.hi)
-        p = wilcoxon([a[k] for k in keys], [d[k] for k in keys]).p
+        # the paper's App. H: two-sided (the module's default, said here)
+        p = wilcoxon([a[k] for k in keys], [d[k] for k in keys], alternative="two-sided").p
     else:
         lo = hi = p = float("nan")
     warnings = tuple(f"{who}: {w}" for who, s in (("DLM", dlm), ("AR", ar)) for w in s.warnings)

@@ -8,14 +8,14 @@
   and Kendall against the human scores (pooled over folds and the mean per fold), the same for uniform weights,
   the weights of every fold and the weights fitted on all data.
 * PMI is computed by the estimator itself (``config="pmi"``: cond - marginal mask by mask on shared masks).
-* :func:`token_table` exports token-level scores as a long table; :func:`plot_token_heatmap` draws a token x rate
-  heat map of one item (mean ``log p`` of each token over the masks at each rate that hid it).
+* :func:`token_table` exports token-level scores as a long table; the token x rate heat map of one item (mean
+  ``log p`` of each token over the masks at each rate that hid it) is drawn by the figure home,
+  :func:`dlmeval.report.figures.plot_token_heatmap`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -190,60 +190,3 @@ def token_table(df: pd.DataFrame) -> pd.DataFrame:
                     rec[f"lp@{label}"] = vals[i]
                 records.append(rec)
     return pd.DataFrame.from_records(records)
-
-
-def plot_token_heatmap(
-    df: pd.DataFrame,
-    item: int | str = 0,
-    *,
-    direction: str | None = None,
-    path: str | Path | None = None,
-    ax=None,
-    max_tokens: int = 80,
-):
-    """Heat map of one item: tokens on the x axis, masking rates on the y axis, colour = mean log p of the token
-    over the masks at that rate that hid it (white where none did). ``item`` is a row position or an item id.
-    Returns the matplotlib Figure (saved to ``path`` when given)."""
-    from matplotlib.figure import Figure
-
-    sfx = _token_suffixes(df)
-    if not sfx:
-        raise InputError("no token scores in this frame; score with token_scores=True")
-    s = ""
-    if direction is not None:
-        s = f"_{direction}"
-        if s not in sfx:
-            raise InputError(
-                f"no token scores for direction {direction!r}; have {[x.lstrip('_') for x in sfx]}"
-            )
-    elif "" not in sfx:
-        s = sfx[0]
-    if isinstance(item, str):
-        hits = np.flatnonzero(df["item_id"].to_numpy() == item)
-        if not len(hits):
-            raise InputError(f"no item {item!r} in the frame")
-        row = df.iloc[int(hits[0])]
-    else:
-        row = df.iloc[int(item)]
-    toks = list(row[f"tokens{s}"])[:max_tokens]
-    mat = np.asarray(row[f"token_rate_logprob{s}"], dtype=float)
-    if mat.size == 0:
-        mat = np.asarray([row[f"token_logprob{s}"]], dtype=float)
-        ylabels = ["all"]
-    else:
-        ylabels = [f"{t:.2g}" for t in df.attrs.get("rates", range(1, mat.shape[0] + 1))]
-    mat = mat[:, : len(toks)]
-    fig = ax.figure if ax is not None else Figure(figsize=(max(4.0, 0.35 * len(toks) + 1.5), 3.2))
-    ax = ax or fig.add_subplot(1, 1, 1)
-    im = ax.imshow(np.ma.masked_invalid(mat), aspect="auto", cmap="viridis", interpolation="nearest")
-    ax.set_xticks(range(len(toks)))
-    ax.set_xticklabels(toks, rotation=90, fontsize=7)
-    ax.set_yticks(range(len(ylabels)))
-    ax.set_yticklabels(ylabels, fontsize=7)
-    ax.set_ylabel("masking rate t")
-    ax.set_title(f"{row['item_id']} ({row['config']}{s}): score {row['score']:.3f}", fontsize=9)
-    fig.colorbar(im, ax=ax, label="mean log p")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(str(path), dpi=120)
-    return fig

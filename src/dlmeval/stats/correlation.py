@@ -1,8 +1,8 @@
-"""Correlations for meta-evaluation (Kendall, Spearman, Pearson), WMT DARR Kendall-like tau, Williams test."""
+"""Correlations for meta-evaluation (Kendall, Spearman, Pearson), WMT DARR Kendall-like tau. Tests of one
+correlation against another (Williams) are in :mod:`dlmeval.stats.significance`."""
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -91,42 +91,3 @@ def darr_kendall_like(better_scores, worse_scores) -> float:
     conc = int(np.sum(b > w))
     disc = int(b.size - conc)
     return (conc - disc) / (conc + disc)
-
-
-class WilliamsResult(NamedTuple):
-    t: float
-    p: float
-
-
-def williams_test(r12: float, r13: float, r23: float, n: int) -> WilliamsResult:
-    """Williams (1959) test that correlation r12 exceeds r13 when both share variable 1 (dependent correlations).
-
-    In meta-evaluation (Graham & Baldwin 2014; WMT): variable 1 is the human score, 2 and 3 are two metrics,
-    r12 / r13 their correlations with humans and r23 the correlation between the two metrics, over n items.
-
-        t = (r12 - r13) * sqrt((n - 1)(1 + r23))
-            / sqrt(2 K (n - 1)/(n - 3) + ((r12 + r13)/2)^2 (1 - r23)^3),
-        K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23,
-
-    with n - 3 degrees of freedom; p is one-sided (H1: r12 > r13), as WMT reports it. Written by hand: scipy and
-    statsmodels do not implement the Williams test.
-    """
-    if n is None or int(n) != n or n <= 3:
-        raise InputError(f"the Williams test needs an integer n > 3, got {n!r}")
-    for name, r in (("r12", r12), ("r13", r13), ("r23", r23)):
-        if not (isinstance(r, int | float | np.floating) and -1 <= r <= 1):
-            raise InputError(f"{name} must be a correlation in [-1, 1], got {r!r}")
-    n = int(n)
-    k = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23  # determinant of the 3x3 correlation matrix
-    if k < -1e-12:
-        raise InputError(
-            f"r12={r12}, r13={r13}, r23={r23} cannot come from one data set (their correlation matrix is not "
-            "positive semi-definite); compute all three on the same items"
-        )
-    if r12 == r13:
-        return WilliamsResult(0.0, 0.5)
-    denom = 2 * max(k, 0.0) * (n - 1) / (n - 3) + ((r12 + r13) / 2) ** 2 * (1 - r23) ** 3
-    if denom <= 0:  # perfectly dependent variables: the difference is certain
-        return WilliamsResult(math.copysign(math.inf, r12 - r13), float(r12 < r13))
-    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(denom)
-    return WilliamsResult(float(t), float(sps.t.sf(t, n - 3)))

@@ -1,7 +1,8 @@
 """The DiffScore paper's significance marks: ``†`` / ``‡`` = significantly better than BARTScore / GPTScore
 (Williams test, p < 0.05; paper Table 1), computed at the level the table's correlation is computed at.
 
-The Williams test (:func:`dlmeval.stats.williams_test`, one-sided, H1: r(human, A) > r(human, B)) needs the two
+The Williams test (:func:`dlmeval.stats.williams_test` with ``alternative="greater"``: one-sided, H1: r(human, A) >
+r(human, B), the paper's and BARTScore's convention) needs the two
 correlations with the human scores, the correlation between the two metrics and the number of items, all at the
 table's level:
 
@@ -34,10 +35,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from dlmeval.errors import InputError
-from dlmeval.stats.correlation import williams_test
+from dlmeval.stats.significance import stouffer, williams_test
 
 #: the paper's level (Table 1: "p < 0.05, Williams test")
 ALPHA = 0.05
@@ -81,7 +81,7 @@ def _williams(level: str, method: str, r12: float, r13: float, r23: float, n: in
     if n <= 3:
         return WilliamsComparison(level, method, r12, r13, r23, n, nan, nan, f"n = {n}: Williams needs n > 3")
     try:
-        w = williams_test(float(r12), float(r13), float(r23), int(n))
+        w = williams_test(float(r12), float(r13), float(r23), int(n), alternative="greater")
     except InputError as e:  # a Kendall matrix with ties can fall outside the valid set
         return WilliamsComparison(level, method, r12, r13, r23, n, nan, nan, str(e))
     return WilliamsComparison(level, method, r12, r13, r23, n, w.t, w.p)
@@ -169,8 +169,7 @@ def williams_at_level(
     nan = float("nan")
     if not tests:
         return WilliamsComparison(level, method, nan, nan, nan, 0, nan, nan, "no document could be tested")
-    ps = np.clip([w.p for w in tests], 1e-300, 1 - 1e-16)  # a certain difference (p = 0 or 1) stays finite
-    z, p = sps.combine_pvalues(ps, method="stouffer")
+    z, p = stouffer([w.p for w in tests])  # a certain difference (p = 0 or 1) stays finite
     return WilliamsComparison(
         level,
         method,

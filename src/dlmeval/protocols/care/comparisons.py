@@ -37,7 +37,7 @@ def _gap_stats(a: np.ndarray, b: np.ndarray) -> dict:
             "df": np.nan,
             "p": np.nan,
         }
-    r = paired_ttest(a, b)
+    r = paired_ttest(a, b, alternative="two-sided")  # Care's paired t-test is two-sided
     return {"n_seeds": n, "gap": r.mean_diff, "gap_se": r.se, "t": r.t, "df": float(r.df), "p": r.p}
 
 

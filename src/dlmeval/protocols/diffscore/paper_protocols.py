@@ -21,9 +21,11 @@ protocol               definition
 
 Uncertainty: a percentile bootstrap CI (:func:`dlmeval.stats.bootstrap_ci`) that resamples the protocol's unit:
 documents (summary level, system level, pairwise accuracy), judged outputs (segment level) or DARR pairs.
-Comparisons of two metrics on the same items: the Williams test (:func:`dlmeval.stats.williams_test`, one-sided)
+Comparisons of two metrics on the same items, one-sided (H1: A better than B; ``alternative="greater"`` of
+:mod:`dlmeval.stats.significance`, as in BARTScore's analysis): the Williams test (:func:`dlmeval.stats.williams_test`)
 for a single Pearson / Spearman correlation (segment or system level; Spearman as the Williams test on ranks);
-otherwise a paired bootstrap CI of the difference over the same unit (significant when it excludes 0).
+otherwise a paired bootstrap test of the difference over the same unit (its 1 - 2 alpha interval; significant when
+the lower end is above 0).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
-from dlmeval.seeding import numpy_rng
 
 # ---------------------------------------------------------------------------------------------- protocols
 PROTOCOLS: dict[str, str] = {
@@ -402,7 +403,7 @@ def protocol_ci(
     resample. Resamples on which the correlation is undefined (a constant side) are dropped; returns NaNs when
     fewer than two units exist or no resample is defined.
     """
-    from dlmeval.stats import bootstrap_ci
+    from dlmeval.stats import bootstrap_ci, resampled_ci
 
     m = _arr(metric, "metric")
     if n_resamples < 1:
@@ -419,15 +420,16 @@ def protocol_ci(
     rs = _Resampler(protocol, judged, m)
     if rs.n_units < 2 or not np.isfinite(res.value):
         return float("nan"), float("nan")
-    rng = numpy_rng(seed, "protocol_ci", protocol)
-    # Resampling by hand here (not scipy.stats.bootstrap): a correlation is undefined on some resamples of a small
-    # benchmark (all drawn outputs tied), and scipy's percentile method would return NaN for the whole interval.
-    vals = np.array([rs.value(rng.integers(0, rs.n_units, rs.n_units)) for _ in range(n_resamples)])
-    vals = vals[np.isfinite(vals)]
-    if vals.size == 0:
-        return float("nan"), float("nan")
-    a = (1 - confidence) / 2
-    return float(np.quantile(vals, a)), float(np.quantile(vals, 1 - a))
+    # by unit (not scipy.stats.bootstrap): a correlation is undefined on some resamples of a small benchmark (all
+    # drawn outputs tied); resampled_ci drops those instead of returning NaN for the whole interval
+    return resampled_ci(
+        rs.value,
+        rs.n_units,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        stream=("protocol_ci", protocol),
+    )
 
 
 @dataclass(frozen=True)
@@ -463,7 +465,7 @@ def compare(
     (Spearman: the same test on ranks). Otherwise: a paired bootstrap CI (1 - 2 alpha, i.e. a one-sided test at
     level alpha) of value(A) - value(B), resampling the protocol's unit with the same draws for A and B.
     """
-    from dlmeval.stats import williams_test
+    from dlmeval.stats import paired_bootstrap_test, resampled_paired_test, williams_test
 
     a, b = _arr(metric_a, "metric_a"), _arr(metric_b, "metric_b")
     ra, rb = evaluate(protocol, judged, a), evaluate(protocol, judged, b)
@@ -481,32 +483,43 @@ def compare(
         t, p = nan, nan
         if n > 3 and all(np.isfinite([r12, r13, r23])):
             try:
-                w = williams_test(float(r12), float(r13), float(r23), n)
+                w = williams_test(float(r12), float(r13), float(r23), n, alternative="greater")
                 t, p = w.t, w.p
             except InputError:
                 pass
         return Comparison(protocol, "williams", ra.value, rb.value, t, p, nan, nan, n, bool(p < alpha))
-    confidence = 1 - 2 * alpha
-    lo_q, hi_q = alpha, 1 - alpha
+    # the DiffScore paper's convention (BARTScore's analysis.py, WMT): one-sided, H1: A better than B
+    alternative = "greater"
     if protocol in UNIT_MEAN:
         ua, ub = (
             dict(zip(ra.unit_ids or range(ra.n), ra.units)),
             dict(zip(rb.unit_ids or range(rb.n), rb.units)),
         )
         common = [k for k in ua if k in ub]
-        da = np.array([ua[k] - ub[k] for k in common])
-        est = float(da.mean()) if da.size else nan
-        if da.size < MIN_TEST_UNITS:  # too few units: no interval, no claim
-            lo = hi = nan
-        elif np.ptp(da) == 0:  # every unit gives the same difference: so does every resample
-            lo = hi = est
-        else:
-            from dlmeval.stats import bootstrap_ci
-
-            ci = bootstrap_ci(da, np.mean, n_resamples=n_resamples, confidence=confidence, seed=seed)
-            lo, hi = ci.lo, ci.hi
+        if len(common) < MIN_TEST_UNITS:  # too few units: no interval, no claim
+            est = float(np.mean([ua[k] - ub[k] for k in common])) if common else nan
+            return Comparison(
+                protocol, "paired_bootstrap", ra.value, rb.value, est, nan, nan, nan, len(common), False
+            )
+        bt = paired_bootstrap_test(
+            [ua[k] for k in common],
+            [ub[k] for k in common],
+            alpha=alpha,
+            alternative=alternative,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         return Comparison(
-            protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, int(da.size), bool(lo > 0)
+            protocol,
+            "paired_bootstrap",
+            ra.value,
+            rb.value,
+            bt.estimate,
+            nan,
+            bt.lo,
+            bt.hi,
+            bt.n,
+            bt.significant,
         )
     ra_s, rb_s = _Resampler(protocol, judged, a), _Resampler(protocol, judged, b)
     n_units = ra_s.n_units
@@ -523,15 +536,26 @@ def compare(
             n_units,
             False,
         )
-    rng = numpy_rng(seed, "compare", protocol)
-    diffs = []
-    for _ in range(n_resamples):
-        idx = rng.integers(0, n_units, n_units)
-        diffs.append(ra_s.value(idx) - rb_s.value(idx))
-    d = np.asarray(diffs)
-    d = d[np.isfinite(d)]
-    lo, hi = (float(np.quantile(d, lo_q)), float(np.quantile(d, hi_q))) if d.size else (nan, nan)
-    est = ra.value - rb.value
+    bt = resampled_paired_test(
+        ra_s.value,
+        rb_s.value,
+        n_units,
+        estimate=ra.value - rb.value,
+        alpha=alpha,
+        alternative=alternative,
+        n_resamples=n_resamples,
+        seed=seed,
+        stream=("compare", protocol),
+    )
     return Comparison(
-        protocol, "paired_bootstrap", ra.value, rb.value, est, nan, lo, hi, n_units, bool(lo > 0)
+        protocol,
+        "paired_bootstrap",
+        ra.value,
+        rb.value,
+        bt.estimate,
+        nan,
+        bt.lo,
+        bt.hi,
+        n_units,
+        bt.significant,
     )

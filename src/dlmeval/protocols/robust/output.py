@@ -133,9 +133,7 @@ def plot_reliability(reliability: pd.DataFrame, out_dir: str | Path) -> list[Pat
         g = g.rename(columns={"split": "condition"}) if "condition" not in g.columns else g
         fig = F.reliability_diagram(g.drop(columns=["task", "mode"]))
         fig.suptitle(f"{task} / {mode}", fontsize=9)
-        p = Path(out_dir) / f"reliability_{task}_{mode}.png"
-        fig.savefig(p, dpi=120)
-        paths.append(p)
+        F.save_png(fig, Path(out_dir) / f"reliability_{task}_{mode}.png", paths, dpi=120)
     return paths
 
 

@@ -118,7 +118,7 @@ def test_compare_uses_williams_for_single_correlations():
     good, bad = h + 0.3 * rng.normal(size=80), h + 2.0 * rng.normal(size=80)
     j = P.Judged(np.arange(80).astype(str).astype(object), np.zeros(80).astype(str).astype(object), h)
     c = P.compare("pearson", j, good, bad)
-    w = williams_test(pearson(h, good).r, pearson(h, bad).r, pearson(good, bad).r, 80)
+    w = williams_test(pearson(h, good).r, pearson(h, bad).r, pearson(good, bad).r, 80, alternative="greater")
     assert c.test == "williams" and c.statistic == pytest.approx(w.t) and c.p == pytest.approx(w.p)
     assert c.a_better
     # a mean-over-units protocol uses the paired bootstrap of the difference

@@ -109,7 +109,7 @@ def adversarial_set(frame: pd.DataFrame, dims: Sequence[str], seed: int = 0) -> 
 def pmi_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean / std of cond, marginal and PMI per (model, condition), with Mann-Whitney U p-values against the
     originals. ``scores`` columns: model, condition, cond, mar, pmi."""
-    from scipy.stats import mannwhitneyu
+    from dlmeval.stats import mann_whitney
 
     out = []
     for model, g in scores.groupby("model", sort=False):
@@ -120,7 +120,7 @@ def pmi_table(scores: pd.DataFrame) -> pd.DataFrame:
                 rec[f"{col}_mean"] = float(h[col].mean())
                 rec[f"{col}_std"] = float(h[col].std(ddof=1)) if len(h) > 1 else float("nan")
                 if cond != "original" and len(h) and len(base):
-                    rec[f"p_{col}"] = float(mannwhitneyu(base[col], h[col], alternative="two-sided").pvalue)
+                    rec[f"p_{col}"] = mann_whitney(base[col], h[col], alternative="two-sided")
                 else:
                     rec[f"p_{col}"] = float("nan")
             out.append(rec)
