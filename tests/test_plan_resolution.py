@@ -1,0 +1,118 @@
+"""Plan, then execute (#35): a protocol resolves its spec once into a plan and the run executes it. These tests
+count, over a whole tiny run, how often the spec's data sources are looked up and read: exactly once each."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from dlmeval.store import RunStore
+
+CARE_SPEC = """\
+name = "t-plan"
+seed = 0
+preset = "tiny"
+
+[models]
+diffusion = ["tiny-llada", "tiny-bert"]
+evaluator = "tiny-causal"
+
+[generation]
+n_prompts = 3
+batch_size = 3
+sources = ["webtext", "lm1b"]
+
+[sweep]
+strategies = ["none", "high_entropy"]
+steps = [8]
+temperatures = [0.0]
+seeds = [1, 2]
+
+[compute_matched]
+nfe = []
+
+[dose_response]
+fractions = []
+
+[headline]
+steps = 8
+temperature = 0.0
+bootstrap_resamples = 100
+
+[metrics]
+featurizer = "ar"
+n_reference = 4
+reference_words = 8
+self_bleu_max = 5
+
+[downstream]
+strategies = ["none"]
+steps = [8]
+temperatures = [0.0]
+seeds = [1]
+gsm8k = { n = 2, shots = 1, gen_tokens = 8 }
+arc = { n = 2, n_masks = 1, n_rates = 2 }
+"""
+
+
+def _count(monkeypatch, owner, name: str, counts: Counter, key) -> None:
+    """Wrap ``owner.name`` so that every call adds one to ``counts[key(*args)]``."""
+    real = getattr(owner, name)
+
+    def counted(*args, **kw):
+        counts[key(*args, **kw)] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(owner, name, counted)
+
+
+def test_care_run_resolves_each_source_once(tmp_path, monkeypatch):
+    """A Care run of two models over two corpora with GSM8K and ARC looks each corpus up once
+    (``CareSpec.corpus``), reads each corpus file once (prompts for both models and the MAUVE references come from
+    that one read) and loads each downstream task once (the data digest, the units and the ARC scoring share it)."""
+    from test_care import make_data
+
+    from dlmeval.data import tasks as data_tasks
+    from dlmeval.protocols import care
+    from dlmeval.protocols.care import data as care_data
+    from dlmeval.protocols.care.spec import CareSpec
+
+    data = make_data(tmp_path / "data")
+    p = tmp_path / "plan.toml"
+    p.write_text(CARE_SPEC)
+    spec = care.load_spec(p)
+    lookups, reads, loads = Counter(), Counter(), Counter()
+    _count(monkeypatch, CareSpec, "corpus", lookups, lambda self, name: name)
+    _count(monkeypatch, data_tasks, "load_webtext_reference", reads, lambda *a, **k: "webtext")
+    _count(monkeypatch, data_tasks, "load_lm1b_reference", reads, lambda *a, **k: "lm1b")
+    _count(monkeypatch, care_data, "_load", loads, lambda kind, src, *a: (kind, src.split))
+    with RunStore(tmp_path / "s.sqlite") as store:
+        res = care.run_care(spec, store, data_dir=data, progress=False)
+    assert set(res.model_runs) == {"tiny-llada", "tiny-bert"}
+    assert len(res.tables["quality"]) == 2 * 2 * 2  # models x sources x strategies (over the seeds)
+    assert set(res.tables["arc"]["task"]) == {"arc"} and len(res.tables["downstream"]) == 2
+    assert lookups == {"webtext": 1, "lm1b": 1}
+    assert reads == {"webtext": 1, "lm1b": 1}
+    assert loads == {("gsm8k", None): 1, ("arc_challenge", None): 1}
+
+
+def test_care_plan_is_resolved_once_and_kept(tmp_path):
+    """The plan holds what it resolved; a run given the plan reads nothing the plan has read already, and a plan
+    refuses another data directory than its own."""
+    from test_care import make_data
+
+    from dlmeval.protocols import care
+
+    data = make_data(tmp_path / "data")
+    p = tmp_path / "plan.toml"
+    p.write_text(CARE_SPEC)
+    plan = care.resolve(care.load_spec(p), care.CareOptions(data))
+    assert plan.sources == ("webtext", "lm1b") and plan.tasks == ("gsm8k", "arc")
+    assert len(plan.cells) == 2 * 2 * 2 and len(plan.downstream_cells) == 1
+    assert plan.reads == {}  # resolving reads no data
+    ident = plan.data_identity()
+    assert plan.data_identity() is ident and plan.texts("lm1b") is plan.texts("lm1b")
+    assert plan.references("webtext") == plan.references("webtext") and len(plan.references("webtext")) == 4
+    with pytest.raises(ValueError, match="data_dir"):
+        care.run_care(plan, None, data_dir=tmp_path / "elsewhere")
