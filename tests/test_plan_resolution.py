@@ -116,3 +116,68 @@ def test_care_plan_is_resolved_once_and_kept(tmp_path):
     assert plan.references("webtext") == plan.references("webtext") and len(plan.references("webtext")) == 4
     with pytest.raises(ValueError, match="data_dir"):
         care.run_care(plan, None, data_dir=tmp_path / "elsewhere")
+
+
+ROBUST_SPEC = """\
+name = "t-plan-robust"
+seed = 0
+perturbation_seeds = [0]
+
+[[pairs]]
+dlm = "tiny-bert"
+ar = "tiny-causal"
+
+[conditions]
+keys = ["char.keyboard@0.20"]
+
+[tasks.triviaqa]
+n = 2
+modes = ["generation"]
+gen_tokens = 4
+source = "{triviaqa}"
+
+[tasks.arc_challenge]
+n = 2
+modes = ["likelihood"]
+source = "{arc}"
+
+[dlm]
+batch_size = 2
+
+[ar]
+batch_size = 2
+
+[likelihood]
+n_masks = 1
+n_rates = 2
+
+[stats]
+bootstrap_resamples = 100
+
+[calibration]
+plots = false
+"""
+
+
+def test_robust_cli_run_reads_each_task_once(tmp_path, monkeypatch, capsys):
+    """``dlmeval robust SPEC`` on two sourced tasks reads each task's rows once: the check before the store opens
+    and the run of both models share the plan's read (before the plan: twice, once for the check, once for the
+    run)."""
+    from test_hub_protocols import build_sets
+
+    from dlmeval.cli.main import main
+    from dlmeval.protocols.robust import evaluate
+
+    sets = build_sets(tmp_path / "sets")
+    p = tmp_path / "robust.toml"
+    p.write_text(ROBUST_SPEC.format(**sets))
+    reads = Counter()
+    _count(monkeypatch, evaluate, "source_items", reads, lambda data, task, path: task.name)
+    store = tmp_path / "runs.sqlite"
+    rc = main(
+        ["--store", str(store), "--json", "--no-progress", "robust", str(p), "--out", str(tmp_path / "out")]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert '"model_runs"' in out and "tiny-causal" in out
+    assert reads == {"triviaqa": 1, "arc_challenge": 1}
