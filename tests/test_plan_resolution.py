@@ -181,3 +181,22 @@ def test_robust_cli_run_reads_each_task_once(tmp_path, monkeypatch, capsys):
     assert rc == 0, out
     assert '"model_runs"' in out and "tiny-causal" in out
     assert reads == {"triviaqa": 1, "arc_challenge": 1}
+
+
+def test_meta_eval_run_digests_each_benchmark_once(data_root, tmp_path, monkeypatch):
+    """A meta-eval run resolves its options once into a plan (``SuiteInputs.plan``): the data file of each
+    benchmark is digested once, for the check before the store opens and the summary run both (before the plan:
+    once for each)."""
+    from dlmeval.data import paths
+    from dlmeval.protocols.diffscore.meta_eval import SuiteInputs, SuiteOptions, run_suite
+
+    opts = SuiteOptions(dlm="tiny-bert", ar="tiny-causal", n_masks=2, n_rates=2, bootstrap=0, progress=False,
+                        data_dir=str(data_root), benchmarks=("SummEval",), limit=3, families=("lexical",))  # fmt: skip
+    digests = Counter()
+    _count(monkeypatch, paths, "file_digest", digests, lambda path, *a, **k: path.name)
+    inputs = SuiteInputs(opts).prepare()
+    assert inputs.plan.benchmarks == ("SummEval",) and inputs.plan.families == ("lexical",)
+    report = run_suite(opts, RunStore(tmp_path / "runs.sqlite"), inputs=inputs)
+    assert set(report.components) == {"lexical"}
+    assert report.run.signature.config["data"]["SummEval"] == inputs.plan.data_identity("SummEval")
+    assert sum(digests.values()) == 1 and len(digests) == 1
