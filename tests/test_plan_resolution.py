@@ -200,3 +200,81 @@ def test_meta_eval_run_digests_each_benchmark_once(data_root, tmp_path, monkeypa
     assert set(report.components) == {"lexical"}
     assert report.run.signature.config["data"]["SummEval"] == inputs.plan.data_identity("SummEval")
     assert sum(digests.values()) == 1 and len(digests) == 1
+
+
+LEADERBOARD_SPEC = """\
+name = "t-plan-lb"
+kind = "care-leaderboard"
+seed = 0
+preset = "tiny"
+
+[models]
+evaluator = "tiny-causal"
+
+[generation]
+n_prompts = 3
+batch_size = 3
+sources = ["webtext"]
+
+[metrics]
+featurizer = "ar"
+n_reference = 4
+reference_words = 8
+self_bleu_max = 5
+
+[leaderboard]
+steps = 8
+temperature = 0.5
+baseline = "none"
+strategy = "high_entropy"
+seeds = [1]
+remask_fraction = 0.25
+
+[[rows]]
+label = "tiny-llada"
+model = "tiny-llada"
+tier = 1
+scale = "tiny"
+
+[[rows]]
+label = "tiny-bert"
+model = "tiny-bert"
+tier = 1
+scale = "tiny"
+
+[[rows]]
+label = "tiny-causal (p=0.95)"
+model = "tiny-causal"
+tier = "reference"
+scale = "tiny"
+kind = "ar"
+top_p = 0.95
+"""
+
+
+def test_leaderboard_rows_share_one_read_of_the_corpus(tmp_path, monkeypatch):
+    """care-leaderboard resolves every row's Care plan at once (:func:`resolve_leaderboard`), sharing their reads:
+    running the plan looks no corpus up in a spec, and reads the corpus once for both diffusion rows and the AR row
+    (prompts and MAUVE references alike)."""
+    from test_care import make_data
+
+    from dlmeval.data import tasks as data_tasks
+    from dlmeval.protocols.care.leaderboard import load_leaderboard, resolve_leaderboard, run_leaderboard
+    from dlmeval.protocols.care.plan import CareOptions
+    from dlmeval.protocols.care.spec import CareSpec
+
+    data = make_data(tmp_path / "data")
+    p = tmp_path / "lb.toml"
+    p.write_text(LEADERBOARD_SPEC)
+    plan = resolve_leaderboard(load_leaderboard(p), CareOptions(data))
+    assert [care is None for _, care in plan.rows] == [False, False, True]
+    assert all(care.reads is plan.base.reads for _, care in plan.rows if care is not None)
+    lookups, reads = Counter(), Counter()
+    _count(monkeypatch, CareSpec, "corpus", lookups, lambda self, name: name)
+    _count(monkeypatch, data_tasks, "load_webtext_reference", reads, lambda *a, **k: "webtext")
+    with RunStore(tmp_path / "s.sqlite") as store:
+        _, table = run_leaderboard(plan, store, device="cpu", progress=False)
+    assert list(table["model"]) == ["tiny-llada", "tiny-bert", "tiny-causal (p=0.95)"]
+    assert table["mauve_none"].between(0, 1).all()
+    assert reads == {"webtext": 1}
+    assert lookups == {}

@@ -129,7 +129,7 @@ def run_leaderboard(
     order = {r.label: i for i, r in enumerate(spec.rows)}
     table = pd.DataFrame(rows).sort_values("model", key=lambda s: s.map(order)).reset_index(drop=True)
     table["care_run"] = table["model"].map(runs)
-    table["data"] = data_source_line(spec)
+    table["data"] = data_source_line(plan)
     run = store.open_run(
         RUN_KIND, spec.config(), identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )
@@ -261,8 +261,12 @@ def _ar_row(plan: CarePlan, spec, r: Row, shared, device, dtype, allow_download,
 
 
 # ------------------------------------------------------------------------------------------------ table
-def data_source_line(spec: LeaderboardSpec) -> str:
-    """Where the prompts and MAUVE references came from (every table says which source it used)."""
+def data_source_line(spec: LeaderboardSpec | LeaderboardPlan) -> str:
+    """Where the prompts and MAUVE references came from (every table says which source it used); of a plan, as
+    it resolved them."""
+    if isinstance(spec, LeaderboardPlan):
+        src = spec.base.sources[0]
+        return f"{src}: {spec.base.corpus(src).describe()}"
     base = spec.care_base()
     src = base.generation.sources[0]
     return f"{src}: {base.corpus(src).describe()}"
