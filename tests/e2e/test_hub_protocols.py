@@ -109,7 +109,7 @@ def test_care_tiny_on_local_datasets(sets, tmp_path):
     from dlmeval.protocols import care
     from dlmeval.protocols.care import load_spec
     from dlmeval.protocols.care.data import task_data
-    from dlmeval.protocols.care.prompts import data_identity
+    from dlmeval.protocols.care.plan import data_identity
 
     p = tmp_path / "hub.toml"
     p.write_text(CARE.format(**sets))
@@ -147,7 +147,7 @@ def test_care_tiny_on_local_datasets(sets, tmp_path):
 
 def test_care_sources_are_checked(sets, tmp_path):
     from dlmeval.protocols.care import load_spec
-    from dlmeval.protocols.care.prompts import data_identity
+    from dlmeval.protocols.care.plan import data_identity
 
     p = tmp_path / "bad.toml"
     p.write_text(CARE.format(**{**sets, "hellaswag": str(tmp_path / "absent")}))

@@ -184,7 +184,7 @@ def test_care_and_robust_run_through_the_skeleton(tmp_path, monkeypatch):
         care.run_care(spec, store, progress=False, models={"tiny-causal": tiny_model("causal")})
     h = seen["hooks"]
     assert (h.kind, h.whole_kind, seen["entries"]) == ("care", "care-sweep", list(spec.models))
-    data = care_run.data_identity(spec, None, allow_download=False)  # the corpora's file digests
+    data = care.data_identity(spec, None, allow_download=False)  # the corpora's file digests
     assert h.config("tiny-llada") == {**spec.config("tiny-llada"), "data": data}
     assert h.whole_config == {**spec.config(), "data": data}
 

@@ -8,7 +8,6 @@ generations and cells are read back from the store.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from dlmeval.cli.common import emit, run_in_store, run_lines
 from dlmeval.cli.options import (
@@ -76,111 +75,12 @@ def _spec_with_overrides(args):
     return spec
 
 
-def _native_schedule(model_spec: str) -> str:
-    """The family's own schedule of a model spec, from the family registry (nothing is loaded)."""
-    from dlmeval.errors import InputError
-    from dlmeval.models.family import family_for_spec
-
-    try:
-        return family_for_spec(model_spec)[0].native_schedule
-    except InputError:  # a bare path: its family is known only once loaded
-        return "linear"
-
-
 def _plan(args, spec) -> int:
-    """Every (model, cell) with the forward passes it spends: each model's cells under its own family's schedule
-    and its ``[models."<spec>"]`` override (Dream's ``none`` at 256 steps spends 256 passes, LLaDA's 128)."""
-    from dlmeval.protocols.care import canonical_cell, downstream_cells, plan_cells
-    from dlmeval.protocols.care.cells import effective_cell, model_schedule
-    from dlmeval.protocols.care.plan import plan_extras, plan_lines
-    from dlmeval.sampling import STRATEGIES, predict_nfe, steps_for_nfe
+    """``--plan``: the spec resolved into its plan (:func:`dlmeval.protocols.care.plan.resolve`), printed."""
+    from dlmeval.protocols.care.plan import CareOptions, describe, resolve
 
-    g = spec.generation
-    cells = plan_cells(spec)
-    extras = plan_extras(spec)
-    rows, total, per_model = [], 0, {}
-    kw = dict(block_length=g.block_length, accounting=g.accounting)
-    for m in spec.models:
-        sched = model_schedule(spec, m, _native_schedule(m))
-        runs: set[str] = set()
-        calls = 0
-        for c in cells:
-            eff = effective_cell(spec, c, m)
-            ckw = {**kw, "schedule": "linear" if STRATEGIES[eff.strategy].remasks else sched}
-            if eff.steps is not None:
-                steps = eff.steps
-                nfe = predict_nfe(
-                    g.gen_tokens, steps, strategy=eff.strategy, remask_fraction=eff.fraction, **ckw
-                )
-            else:
-                steps, nfe = steps_for_nfe(
-                    eff.nfe, g.gen_tokens, strategy=eff.strategy, remask_fraction=eff.fraction, **ckw
-                )
-            baseline = effective_cell(
-                spec, dataclasses.replace(c, strategy=spec.headline.baseline), m
-            ).strategy
-            bkw = {**kw, "schedule": "linear" if STRATEGIES[baseline].remasks else sched}
-            base = predict_nfe(g.gen_tokens, steps, strategy=baseline, **bkw)
-            canon = canonical_cell(spec, eff, native_schedule=sched)
-            canon = dataclasses.replace(canon, strategy=c.strategy, temperature=c.temperature)
-            passes = nfe * -(-g.n_prompts // g.batch_size)
-            if canon.key not in runs:  # a provably identical cell runs once
-                calls += passes
-                runs.add(canon.key)
-            rows.append(
-                {
-                    "model": m,
-                    "cell": c.key,
-                    "runs_as": None if eff == c else f"{eff.strategy} t{eff.temperature:g}",
-                    "schedule": ckw["schedule"],
-                    "steps": steps,
-                    "nfe_per_sample": nfe,
-                    f"ratio_vs_{spec.headline.baseline}": round(nfe / base, 3),
-                    "nfe_target_reached": None if c.nfe is None else nfe == c.nfe,
-                    "same_as": canon.key if canon.key != c.key else None,
-                    "forward_calls": passes,
-                }
-            )
-        per_model[m] = {"distinct_cells": len(runs), "forward_calls": calls, "schedule": sched}
-        total += calls
-    first = per_model[spec.models[0]] if spec.models else {"distinct_cells": 0}
-    payload = {
-        "spec": spec.name,
-        "models": list(spec.models),
-        "accounting": g.accounting,
-        "cells_per_model": len(cells),
-        "distinct_cells_per_model": first["distinct_cells"],
-        "per_model": per_model,
-        "downstream_cells_per_task": len(downstream_cells(spec)) if spec.downstream.enabled else 0,
-        "prompts_per_cell": g.n_prompts,
-        "batch_size": g.batch_size,
-        "forward_calls_total": total,
-        "cells": rows,
-        **extras,
-    }
-    ratio = f"ratio_vs_{spec.headline.baseline}"
-    lines = [
-        f"spec {spec.name}: {len(spec.models)} model(s) x {len(cells)} cells x {g.n_prompts} prompts (prefix "
-        f"{g.prefix_tokens}, generate {g.gen_tokens} tokens, batch {g.batch_size}); NFE accounting: {g.accounting}"
-    ]
-    for m in spec.models:
-        pm = per_model[m]
-        lines.append(f"{m}: {pm['distinct_cells']} distinct cells, schedule {pm['schedule']}")
-        for r in (r for r in rows if r["model"] == m):
-            note = ""
-            if r["runs_as"]:
-                note += f"  runs as {r['runs_as']}"
-            if r["nfe_target_reached"] is False:
-                note += "  (target out of reach)"
-            if r["same_as"]:
-                note += f"  = {r['same_as']} (run once)"
-            lines.append(
-                f"  {r['cell']:<48} steps {r['steps']:>4}  NFE/sample {r['nfe_per_sample']:>4}  "
-                f"x{r[ratio]:<5g} vs {spec.headline.baseline}  calls {r['forward_calls']}{note}"
-            )
-    lines.append(f"batched forward calls in all (sweep generation only, without stops at EOS): {total}")
-    lines += plan_lines(extras)
-    emit(args, payload, "\n".join(lines))
+    plan = resolve(spec, CareOptions(args.data_dir, args.allow_download))
+    emit(args, *describe(plan))
     return 0
 
 
@@ -208,15 +108,17 @@ def run(args: argparse.Namespace) -> int:
         from dlmeval.sandbox import require_isolation
 
         require_isolation()  # a sandbox that would refuse HumanEval code fails before the store exists
-    # every corpus and task read from a source is read (and downloaded, with --allow-download) before the store opens
-    from dlmeval.protocols.care.prompts import data_identity
+    # the spec resolved once into the plan the run executes; every corpus and task read from a source is read (and
+    # downloaded, with --allow-download) before the store opens
+    from dlmeval.protocols.care.plan import CareOptions, resolve
 
-    data_identity(spec, args.data_dir, allow_download=args.allow_download)
+    plan = resolve(spec, CareOptions(args.data_dir, args.allow_download))
+    plan.data_identity()
     shard = parse_shard(getattr(args, "shard", None))
     if shard is not None:
         import functools
 
-        res = run_in_store(args, functools.partial(run_care, shard=shard), spec, out)
+        res = run_in_store(args, functools.partial(run_care, shard=shard), plan, out)
         runs = ", ".join(f"{m} {r}" for m, r in res.model_runs.items())
         emit(
             args,
@@ -231,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             f"then `dlmeval care {args.spec}` there (without --shard) for the summaries and tables",
         )
         return 0
-    res = run_in_store(args, run_care, spec, out)
+    res = run_in_store(args, run_care, plan, out)
     from dlmeval.store import frame_records
 
     payload = {

@@ -36,14 +36,15 @@ def _spec(args):
     return spec
 
 
-def _plan(spec) -> tuple[dict, str]:
+def _plan(plan) -> tuple[dict, str]:
     """Every row with its sampler, seeds, forward passes, HumanEval cell, the reading it reproduces and the
-    paper's values of its cells; the data each corpus is read from."""
+    paper's values of its cells; the data each corpus is read from (the resolved plan's)."""
     from dlmeval.protocols.care.leaderboard import plan_rows
     from dlmeval.protocols.care.plan import data_rows
 
+    spec = plan.spec
     rows = plan_rows(spec)
-    data = data_rows(spec.care_base())
+    data = data_rows(plan.base)
     lines = [
         f"leaderboard {spec.name}: {len(rows)} rows at {spec.steps} nominal steps "
         f"(reading: {spec.reading}; published values: Table 21)"
@@ -74,11 +75,13 @@ def _plan(spec) -> tuple[dict, str]:
 
 
 def run_leaderboard_cli(args: argparse.Namespace) -> int:
-    from dlmeval.protocols.care.leaderboard import report_markdown, run_leaderboard
+    from dlmeval.protocols.care.leaderboard import report_markdown, resolve_leaderboard, run_leaderboard
+    from dlmeval.protocols.care.plan import CareOptions
 
     spec = _spec(args)
+    plan = resolve_leaderboard(spec, CareOptions(args.data_dir, args.allow_download))
     if args.plan:
-        emit(args, *_plan(spec))
+        emit(args, *_plan(plan))
         return 0
     from dlmeval.models.registry import check_model_spec
     from dlmeval.store import frame_records
@@ -88,7 +91,7 @@ def run_leaderboard_cli(args: argparse.Namespace) -> int:
             r.model, role="causal" if r.kind == "ar" else "diffusion", allow_download=args.allow_download
         )
     check_model_spec(spec.evaluator, role="causal", allow_download=args.allow_download)
-    run_id, table = run_in_store(args, run_leaderboard, spec)
+    run_id, table = run_in_store(args, run_leaderboard, plan)
     text = report_markdown(spec, table) + f"\nleaderboard run: {run_id}"
     emit(args, {"spec": spec.name, "run": run_id, "table": frame_records(table)}, text)
     return 0

@@ -277,7 +277,7 @@ def _plan(args) -> int:
     from dataclasses import replace
 
     from dlmeval.protocols.diffscore.meta_eval.options import SuiteOptions
-    from dlmeval.protocols.diffscore.meta_eval.plan import plan_markdown, plan_tables
+    from dlmeval.protocols.diffscore.meta_eval.plan import plan_markdown, plan_tables, resolve
 
     base = SuiteOptions()
     opts = replace(
@@ -295,8 +295,7 @@ def _plan(args) -> int:
         ft=args.ft,
         **option_values(args),
     )
-    opts.check_plan()
-    tables = plan_tables(opts)
+    tables = plan_tables(resolve(opts, run=False))
     emit(args, tables, plan_markdown(tables))
     return 0
 
@@ -340,7 +339,7 @@ def run(args) -> int:
         kw = parse_options(
             args.analysis, args.analysis_option, {k: getattr(args, k, None) for k in CLI_OPTIONS}
         )
-    inputs = SuiteInputs(opts)
+    inputs = SuiteInputs(opts)  # the options resolved once into the plan the run executes (SuiteInputs.plan)
     if args.analysis:
         inputs.dlm()
     else:

@@ -103,83 +103,11 @@ def spec_with_overrides(args):
 
 
 def _plan(args, spec) -> int:
-    from dlmeval.protocols.published import plan_lines as published_lines
-    from dlmeval.protocols.published import plan_records
-    from dlmeval.protocols.robust import model_entries, plan
-    from dlmeval.protocols.robust.evaluate import clean_seeds
-    from dlmeval.protocols.robust.readings import analyses as plan_analyses
-    from dlmeval.protocols.robust.readings import paper_tables
-    from dlmeval.protocols.robust.readings import readings as plan_readings
-    from dlmeval.protocols.robust.tables import recipe_table
-    from dlmeval.store import frame_records
+    """``--plan``: the spec resolved into its plan (:func:`dlmeval.protocols.robust.plan.resolve`), printed."""
+    from dlmeval.protocols.robust.plan import RobustOptions, describe, resolve
 
-    entries, _ = model_entries(spec)
-    cells = plan(spec)
-    per_model = sum(spec.task(t).n for t, _, _, _ in cells)
-    rows = []
-    for t in spec.tasks:
-        gen, steps = t.budget()
-        if any(spec.sampler_for(p).steps for p in spec.pairs):
-            steps = "per pair (recipe)"  # a pair's sampler sets the steps
-        rows.append(
-            {
-                "task": t.name,
-                "n": t.n,
-                "modes": list(t.modes),
-                "gen_tokens": gen,
-                "steps": steps,
-                "ar_max_new_tokens": t.ar_tokens,
-                "data": t.source or t.path or "shipped stand-in",
-                "evaluations_per_model_and_mode": t.n
-                * (len(clean_seeds(spec)) + len(spec.conditions) * len(spec.perturbation_seeds)),
-            }
-        )
-    payload = {
-        "spec": spec.name,
-        "pairs": [{"dlm": p.dlm, "ar": p.ar, "label": p.name} for p in spec.pairs],
-        "models": [{"label": e.label, "role": e.role} for e in entries],
-        "conditions": list(spec.conditions),
-        "perturbation_seeds": list(spec.perturbation_seeds),
-        "tasks": rows,
-        "item_evaluations_per_model": per_model,
-        "item_evaluations_total": per_model * len(entries),
-        "probes": {k: getattr(spec, k).enabled for k in ("ipm", "dgcg", "probes")},
-        "analyses": plan_analyses(spec),
-        "readings": plan_readings(spec),
-        "recipe": frame_records(recipe_table(spec)),
-        "paper_tables": paper_tables(spec),
-        "published": plan_records(spec.published),
-    }
-    lines = [
-        f"spec {spec.name}: {len(spec.pairs)} pair(s), {len(entries)} model(s), {len(spec.conditions)} conditions "
-        f"x {len(spec.perturbation_seeds)} perturbation seed(s) + clean"
-    ]
-    for r in rows:
-        lines.append(
-            f"  {r['task']}: n={r['n']} modes={','.join(r['modes'])} gen_tokens={r['gen_tokens']} "
-            f"steps={r['steps']} ar_max_new_tokens={r['ar_max_new_tokens']} data={r['data']}: "
-            f"{r['evaluations_per_model_and_mode']} item evaluations per model and mode"
-        )
-    lines.append(f"item evaluations in all: {payload['item_evaluations_total']}")
-    for r in recipe_table(spec).to_dict("records"):
-        if r["role"] == "dlm":
-            lines.append(
-                f"  recipe {r['pair']} / {r['task']}: {r['model']} {r['strategy']} steps={r['steps']} "
-                f"block={r['block_length']} temperature={r['temperature']} top_p={r['top_p']} eos={r['eos']} "
-                f"(applied: {r['applied']})"
-            )
-    lines.append("analyses:" if payload["analyses"] else "analyses: none")
-    for a in payload["analyses"]:
-        lines.append(
-            f"  {a['analysis']} ({a['title']}): models {', '.join(a['models']) or 'none of this role'}; tasks "
-            f"{', '.join(a['tasks'])}; n={a['n']}; conditions {', '.join(a['conditions']) or 'clean only'}; cost: {a['cost']}"
-        )
-    lines.append("readings:")
-    lines += [f"  {k}: {v}" for k, v in payload["readings"].items()]
-    lines.append("the paper's tables each part fills:")
-    lines += [f"  {r['table']:<26} {r['paper']}" for r in payload["paper_tables"]]
-    lines += published_lines(spec.published)
-    emit(args, payload, "\n".join(lines))
+    plan = resolve(spec, RobustOptions(getattr(args, "data_dir", None), args.allow_download))
+    emit(args, *describe(plan))
     return 0
 
 
@@ -197,14 +125,14 @@ def run(args: argparse.Namespace) -> int:
     for pair in spec.pairs:
         check_model_spec(pair.dlm, allow_download=args.allow_download)
         check_model_spec(pair.ar, role="causal", allow_download=args.allow_download)
-    if any(t.source for t in spec.tasks):  # sourced tasks are read before the store opens
-        from dlmeval.protocols.robust.evaluate import Data
+    # the spec resolved once into the plan the run executes; sourced tasks are read before the store opens (and
+    # not again by the run: the plan keeps them)
+    from dlmeval.protocols.robust.plan import RobustOptions, resolve
 
-        sources = {t.name: t.data_source() for t in spec.tasks}
-        Data(getattr(args, "data_dir", None), sources=sources, allow_download=args.allow_download).identity(
-            spec
-        )
-    res = run_in_store(args, run_robust, spec, out)
+    plan = resolve(spec, RobustOptions(getattr(args, "data_dir", None), args.allow_download))
+    if any(t.source for t in spec.tasks):
+        plan.identity()
+    res = run_in_store(args, run_robust, plan, out)
     payload = {
         "spec": spec.name,
         "spec_run": res.spec_run,

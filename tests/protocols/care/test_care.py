@@ -831,6 +831,7 @@ def test_downstream_scoring_wiring(tiny, tmp_path, monkeypatch):
 
     from dlmeval.protocols.care import downstream
     from dlmeval.protocols.care.loop import run_units
+    from dlmeval.protocols.care.plan import CareOptions, resolve
 
     for right, expect in ((True, 1.0), (False, 0.0)):
         monkeypatch.setattr(
@@ -839,7 +840,7 @@ def test_downstream_scoring_wiring(tiny, tmp_path, monkeypatch):
         with RunStore(tmp_path / f"w{right}.sqlite") as store:
             model = tiny_model("llada")
             run = store.open_run("care-test", {"right": right})
-            units = downstream.downstream_units(spec, "tiny-llada", model, tiny["data"])
+            units = downstream.downstream_units(resolve(spec, CareOptions(tiny["data"])), "tiny-llada", model)
             out = run_units(run, units, say=lambda s: None)["down"]
         acc = {r["task"]: r["accuracy"] for r in out}
         assert acc == {"humaneval": expect, "gsm8k": expect}

@@ -10,7 +10,7 @@ import pytest
 from dlmeval.cli.main import main
 from dlmeval.errors import InputError
 from dlmeval.models import tiny_model
-from dlmeval.protocols.care import plan_cells
+from dlmeval.protocols.care import plan_cells, resolve
 from dlmeval.protocols.care.cells import effective_cell, sampler_config
 from dlmeval.protocols.care.prompts import PromptItem
 from dlmeval.protocols.care.run import sweep_units
@@ -127,7 +127,9 @@ def test_the_cells_of_an_overridden_model_sample_as_its_override_says(tmp_path, 
     def texts(model_spec):
         units = {
             u.name: u
-            for u in sweep_units(spec, "tiny-dream", dream, {"webtext": items}, None, model_spec=model_spec)
+            for u in sweep_units(
+                resolve(spec), "tiny-dream", dream, {"webtext": items}, None, model_spec=model_spec
+            )
         }
         return [r["text"] for r in units[name].generate(items, lambda m: None)]
 

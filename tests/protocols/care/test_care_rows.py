@@ -59,7 +59,10 @@ def test_prompts_per_seed_and_mauve_samples(tmp_path):
     from test_care import make_data
 
     from dlmeval.models import tiny_model
-    from dlmeval.protocols.care.prompts import cell_prompts
+    from dlmeval.protocols.care.plan import CareOptions, resolve
+
+    def cell_prompts(spec, model, data):
+        return resolve(spec, CareOptions(data)).prompts(model)
 
     data = make_data(tmp_path / "data")
     base = {"preset": "tiny", "generation": {"n_prompts": 3, "sources": ["webtext"]},

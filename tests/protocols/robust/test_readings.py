@@ -93,14 +93,14 @@ def tq_file(tmp_path):
 
 def test_clean_seeds_and_confidence_readings_run(tmp_path, tq_file):
     from dlmeval.protocols import robust as rb
-    from dlmeval.protocols.robust.evaluate import model_entries, plan
+    from dlmeval.protocols.robust.evaluate import model_entries, plan_cells
     from dlmeval.store import RunStore
 
     once = rb.parse_spec(_raw(tq_file))
     per = rb.parse_spec(_raw(tq_file, clean_seeds="per_seed", calibration={"plots": False, "confidence": "kmask",
                                                                             "confidence_masks": 2}))  # fmt: skip
-    assert [c for c in plan(once) if c[2] == "clean"] == [("triviaqa", "generation", "clean", None)]
-    assert [c[3] for c in plan(per) if c[2] == "clean"] == [0, 1]
+    assert [c for c in plan_cells(once) if c[2] == "clean"] == [("triviaqa", "generation", "clean", None)]
+    assert [c[3] for c in plan_cells(per) if c[2] == "clean"] == [0, 1]
     e = model_entries(once)[0][0]
     assert "confidence" not in once.model_config(e) and "clean_seeds" not in once.config()
     assert per.model_config(model_entries(per)[0][0])["confidence"] == {"reading": "kmask", "masks": 2}

@@ -8,7 +8,9 @@ Usage (not run here: the demo spec takes minutes)::
     result.tables["headline"]
 
 
-What it does, per diffusion model of the spec (one store run each, kind ``care``; the run's config is the spec
+The spec is first resolved once into its plan (:func:`resolve` -> :class:`CarePlan`: corpora, cells, prompt
+seeds, downstream tasks; the data read on first use and kept), which ``dlmeval care SPEC --plan`` prints and
+:func:`run_care` executes. What it does, per diffusion model of the spec (one store run each, kind ``care``; the run's config is the spec
 minus the other models, so adding a model later leaves the finished runs as they are):
 
 1. prompts: per prefix source (``webtext`` = the OpenWebText stand-in, ``lm1b``) ``n_prompts`` prefixes of exactly
@@ -30,7 +32,8 @@ minus the other models, so adding a model later leaves the finished runs as they
 Finally a ``care-sweep`` run (config = the whole spec, models = every model's identity) receives the tables over all
 models (with the leaderboard), and ``out_dir`` gets each table as CSV and Markdown plus ``tables.md``.
 
-Modules: ``spec`` (the sweep spec), ``cells`` (the plan), ``prompts`` (texts and data identity), ``metrics`` (a
+Modules: ``spec`` (the sweep spec), ``cells`` (the cells), ``plan`` (the spec resolved once, what ``--plan``
+prints), ``prompts`` (prompts and references cut from texts), ``data`` (downstream items), ``metrics`` (a
 cell's metrics), ``downstream`` (HumanEval, GSM8K, ARC), ``loop`` (:func:`~dlmeval.protocols.care.loop.run_units`,
 the one run loop that walks cells and items and writes records), ``run`` (:func:`run_care`), ``frames`` /
 ``tables`` / ``comparisons`` (the tables as pure functions of the cell records), ``markdown``.
@@ -45,12 +48,12 @@ from __future__ import annotations
 from dlmeval.protocols.care.cells import Cell, canonical_cell, downstream_cells, plan_cells
 from dlmeval.protocols.care.downstream import GSM8K_STOP, HUMANEVAL_STOP, gsm8k_prompt, gsm8k_strict_match
 from dlmeval.protocols.care.markdown import markdown
+from dlmeval.protocols.care.plan import CareOptions, CarePlan, data_identity, resolve
 from dlmeval.protocols.care.prompts import (
     PromptItem,
     build_prompts,
     build_references,
     continuation_text,
-    data_identity,
     model_label,
 )
 from dlmeval.protocols.care.run import RUN_KIND, SWEEP_KIND, CareResult, load_tables, run_care, write_tables
@@ -62,6 +65,8 @@ __all__ = [
     "HUMANEVAL_STOP",
     "RUN_KIND",
     "SWEEP_KIND",
+    "CareOptions",
+    "CarePlan",
     "CareResult",
     "CareSpec",
     "Cell",
@@ -81,6 +86,7 @@ __all__ = [
     "model_label",
     "parse_spec",
     "plan_cells",
+    "resolve",
     "run_care",
     "write_tables",
 ]

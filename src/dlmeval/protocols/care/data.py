@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlmeval.errors import InputError
-from dlmeval.protocols.care.spec import CareSpec, DownstreamSpec
+from dlmeval.protocols.care.spec import DownstreamSpec
 
 
 @dataclass(frozen=True)
@@ -121,21 +121,4 @@ def gsm8k_work(d: DownstreamSpec, data_dir=None, *, allow_download: bool = False
 ENABLED = ("humaneval", "gsm8k", "arc", "hellaswag", "bbh")
 
 
-def downstream_identity(spec: CareSpec, data_dir=None, *, allow_download: bool = False) -> dict[str, Any]:
-    """``task:<name>`` -> the rows' provenance of every downstream task read from a source (items read here
-    first: a bad source fails before any run opens)."""
-    d = spec.downstream
-    out = {}
-    for task in ENABLED:
-        t = getattr(d, task)
-        if not t.n:
-            continue
-        td = task_data(d, task, data_dir, allow_download=allow_download)
-        if td.identity is not None and t.source is not None:
-            out[f"task:{task}"] = td.identity
-            if task == "gsm8k":
-                out["task:gsm8k"] = {**td.identity, "exemplars": td.shots_from}
-    return out
-
-
-__all__ = ["ENABLED", "TaskData", "downstream_identity", "gsm8k_work", "task_data"]
+__all__ = ["ENABLED", "TaskData", "gsm8k_work", "task_data"]

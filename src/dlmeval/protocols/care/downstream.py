@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlmeval.protocols import common
-from dlmeval.protocols.care.cells import Cell, downstream_cells, sampler_config
+from dlmeval.protocols.care.cells import Cell, sampler_config
 from dlmeval.protocols.care.frames import DOWN_COLUMNS
 from dlmeval.protocols.care.loop import Unit
+from dlmeval.protocols.care.plan import CarePlan
 from dlmeval.protocols.care.prompts import continuation_text
 from dlmeval.protocols.care.spec import LOGLIK_TASKS, CareSpec
 from dlmeval.protocols.common import cut_at
@@ -45,28 +46,26 @@ def gsm8k_strict_match(text: str) -> str | None:
     return re.sub(r"\.$", "", m.group(1).replace(",", "").replace("$", ""))
 
 
-def downstream_units(
-    spec: CareSpec, label: str, model, data_dir=None, *, model_spec: str | None = None
-) -> list[Unit]:
+def downstream_units(plan: CarePlan, label: str, model, *, model_spec: str | None = None) -> list[Unit]:
     """The downstream work of one model: the log-likelihood checks (ARC, HellaSwag, BBH, when asked for), then
-    HumanEval (at each of its lengths) and GSM8K per downstream cell (run as ``model_spec``'s override says)."""
-    from dlmeval.protocols.care.data import task_data
-
+    HumanEval (at each of its lengths) and GSM8K per downstream cell (run as ``model_spec``'s override says); the
+    items are the plan's (:meth:`~dlmeval.protocols.care.plan.CarePlan.task`)."""
+    spec = plan.spec
     d = spec.downstream
-    units = [_choice_unit(spec, label, model, t, data_dir) for t in LOGLIK_TASKS if getattr(d, t).n]
+    units = [_choice_unit(plan, label, model, t) for t in LOGLIK_TASKS if t in plan.tasks]
     tasks = []
-    if d.humaneval.n:
-        items = task_data(d, "humaneval", data_dir).items
+    if "humaneval" in plan.tasks:
+        items = plan.task("humaneval").items
         lengths = d.humaneval.lengths
         for length in lengths:
             name = "humaneval" if len(lengths) == 1 else f"humaneval@{length}"
             tasks.append((name, [(it.item_id, it.prompt, it) for it in items], length))
-    if d.gsm8k.n:
-        td = task_data(d, "gsm8k", data_dir)
+    if "gsm8k" in plan.tasks:
+        td = plan.task("gsm8k")
         work = [(it.item_id, gsm8k_prompt(it, td.shots), it) for it in td.items]
         tasks.append(("gsm8k", work, d.gsm8k.gen_tokens, f"gsm8k few-shot exemplars: {td.shots_from}"))
     for task, work, length, *notice in tasks:
-        for cell in downstream_cells(spec):
+        for cell in plan.downstream_cells:
             units.append(
                 _task_unit(spec, label, model, task, cell, work, length, *notice, model_spec=model_spec)
             )
@@ -176,18 +175,19 @@ def _gsm8k(it, text: str) -> dict:
     }
 
 
-def _choice_unit(spec: CareSpec, label: str, model, task: str, data_dir) -> Unit:
+def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
     """A log-likelihood check (ARC-Challenge, HellaSwag, BBH) by conditional DiffScore over the options (mean
     log-probability; argmax wins): one summary record, no per-item records. Unit key ``down/<task>``."""
 
+    spec = plan.spec
+
     def finish(recs, warn) -> dict:
-        from dlmeval.protocols.care.data import task_data
         from dlmeval.scoring import DiffScorer
         from dlmeval.tasks import argmax_choice, get_task
 
         a = getattr(spec.downstream, task)
         t = get_task("arc_challenge" if task == "arc" else task)
-        items = task_data(spec.downstream, task, data_dir).items
+        items = plan.task(task).items
         # the ARC check keeps its historical seed; the others derive theirs from their name
         scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, task))
         requests = []

@@ -1,8 +1,11 @@
-"""Running the Care leaderboard and its table in the paper's shape; the spec, its rows and the plan are in
-:mod:`dlmeval.protocols.care.leaderboard_spec` (re-exported here)."""
+"""Running the Care leaderboard and its table in the paper's shape; the spec and its rows are in
+:mod:`dlmeval.protocols.care.leaderboard_spec` (re-exported here). :func:`resolve_leaderboard` resolves the spec
+once into a :class:`LeaderboardPlan` (a Care plan per diffusion row, the shared settings' plan for the AR rows, all
+reading their data once between them), which ``--plan`` prints and :func:`run_leaderboard` executes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -19,11 +22,37 @@ from dlmeval.protocols.care.leaderboard_spec import (  # noqa: F401  (re-exporte
     plan_rows,
     row_nfe,
 )
+from dlmeval.protocols.care.plan import CareOptions, CarePlan, resolve
+
+
+# ------------------------------------------------------------------------------------------------ plan
+@dataclass(frozen=True, eq=False)
+class LeaderboardPlan:
+    """A leaderboard spec resolved once: ``base`` is the plan of the shared settings (the AR rows' prompts and
+    references, the data the plan lists), ``rows`` every row with its Care plan (None for an AR row)."""
+
+    spec: LeaderboardSpec
+    base: CarePlan
+    rows: tuple[tuple[Row, CarePlan | None], ...]
+
+    @property
+    def options(self) -> CareOptions:
+        return self.base.options
+
+
+def resolve_leaderboard(spec: LeaderboardSpec, options: CareOptions | None = None) -> LeaderboardPlan:
+    """The plan of a leaderboard spec; reads no data (each row's plan shares the base plan's reads)."""
+    base = resolve(spec.care_base(), options)
+    rows = tuple(
+        (r, resolve(spec.care_spec(r), base.options, share=base) if r.kind == "diffusion" else None)
+        for r in spec.rows
+    )
+    return LeaderboardPlan(spec, base, rows)
 
 
 # ------------------------------------------------------------------------------------------------ run
 def run_leaderboard(
-    spec: LeaderboardSpec,
+    plan: LeaderboardPlan | LeaderboardSpec,
     store,
     *,
     device=None,
@@ -36,23 +65,30 @@ def run_leaderboard(
     echo=None,
     **kw,
 ) -> tuple[str, pd.DataFrame]:
-    """Run every row (a Care run per diffusion row, the AR row's cell), store the table on one
-    ``care-leaderboard`` run; returns ``(run id, table)``."""
+    """Run every row of ``plan`` (a Care run per diffusion row, the AR row's cell), store the table on one
+    ``care-leaderboard`` run; returns ``(run id, table)``. A spec is resolved here under ``data_dir`` and
+    ``allow_download``."""
     from dlmeval.models import load_causal_lm, load_diffusion
     from dlmeval.protocols.care import run_care
 
+    if not isinstance(plan, LeaderboardPlan):
+        plan = resolve_leaderboard(plan, CareOptions(data_dir, allow_download))
+    elif (data_dir is not None and data_dir != plan.options.data_dir) or (
+        allow_download and not plan.options.allow_download
+    ):
+        raise ValueError("a LeaderboardPlan reads its data as resolve_leaderboard() was told")
+    spec = plan.spec
     say = echo or (lambda s: None)
     rows, runs, identities = [], {}, []
-    base = spec.care_base()
+    base = plan.base.spec
     shared: dict[str, Any] = {}  # the evaluator (and a causal MAUVE featurizer): loaded once for every row
     lkw = dict(device=device, dtype=dtype, allow_download=allow_download, trust_remote_code=trust_remote_code)
     shared[base.evaluator] = load_causal_lm(base.evaluator, **lkw)
     if base.metrics.featurizer.startswith("causal:"):
         shared[base.metrics.featurizer] = load_causal_lm(base.metrics.featurizer, **lkw)
-    for r in spec.rows:
-        if r.kind == "ar":
+    for r, care in plan.rows:
+        if care is None:
             continue
-        care = spec.care_spec(r)
         model = load_diffusion(
             r.model,
             device=device,
@@ -72,7 +108,6 @@ def run_leaderboard(
             dtype=dtype,
             trust_remote_code=trust_remote_code,
             allow_download=allow_download,
-            data_dir=data_dir,
             command_line=command_line,
             progress=progress,
             echo=echo,
@@ -88,13 +123,13 @@ def run_leaderboard(
         del model
     for r in spec.rows:
         if r.kind == "ar":
-            rec, ident = _ar_row(spec, r, shared, device, dtype, allow_download, data_dir, say)
+            rec, ident = _ar_row(plan.base, spec, r, shared, device, dtype, allow_download, say)
             identities.append(ident)
             rows.append(rec)
     order = {r.label: i for i, r in enumerate(spec.rows)}
     table = pd.DataFrame(rows).sort_values("model", key=lambda s: s.map(order)).reset_index(drop=True)
     table["care_run"] = table["model"].map(runs)
-    table["data"] = data_source_line(spec)
+    table["data"] = data_source_line(plan)
     run = store.open_run(
         RUN_KIND, spec.config(), identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )
@@ -153,33 +188,31 @@ def _ran(df: pd.DataFrame | None, col: str) -> bool:
     return df is not None and not df.empty and col in df.columns and df[col].notna().any()
 
 
-def _ar_row(spec, r: Row, shared, device, dtype, allow_download, data_dir, say):
+def _ar_row(plan: CarePlan, spec, r: Row, shared, device, dtype, allow_download, say):
     """The AR reference row: nucleus samples of the same prompts, scored by the Care cell metrics."""
     import numpy as np
 
     from dlmeval.models import load_causal_lm
     from dlmeval.protocols.care.cells import Cell
     from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
-    from dlmeval.protocols.care.prompts import build_prompts
 
-    care = spec.care_base()
+    care = plan.spec
     g = care.generation
     model = shared.get(r.model) or load_causal_lm(
         r.model, device=device, dtype=dtype, allow_download=allow_download
     )
     metrics = Evaluators(
-        care,
+        plan,
         device=device,
         dtype=dtype,
         trust_remote_code=False,
         allow_download=allow_download,
-        data_dir=data_dir,
         models=shared,
     )
-    src = g.sources[0]
+    src = plan.sources[0]
+    prompts = plan.source_prompts(model, src)  # the same prompts for every seed
     maus, ppls, nfes = [], [], []
     for seed in spec.seeds:
-        prompts = build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir)
         outs = model.generate_scored(
             [p.ids for p in prompts],
             max_new_tokens=g.gen_tokens,
@@ -228,8 +261,12 @@ def _ar_row(spec, r: Row, shared, device, dtype, allow_download, data_dir, say):
 
 
 # ------------------------------------------------------------------------------------------------ table
-def data_source_line(spec: LeaderboardSpec) -> str:
-    """Where the prompts and MAUVE references came from (every table says which source it used)."""
+def data_source_line(spec: LeaderboardSpec | LeaderboardPlan) -> str:
+    """Where the prompts and MAUVE references came from (every table says which source it used); of a plan, as
+    it resolved them."""
+    if isinstance(spec, LeaderboardPlan):
+        src = spec.base.sources[0]
+        return f"{src}: {spec.base.corpus(src).describe()}"
     base = spec.care_base()
     src = base.generation.sources[0]
     return f"{src}: {base.corpus(src).describe()}"
@@ -306,6 +343,7 @@ def paper_table_markdown(table: pd.DataFrame) -> str:
 
 __all__ = [
     "RUN_KIND",
+    "LeaderboardPlan",
     "LeaderboardSpec",
     "Row",
     "is_leaderboard_spec",
@@ -315,6 +353,7 @@ __all__ = [
     "published_comparison",
     "report_markdown",
     "plan_rows",
+    "resolve_leaderboard",
     "row_nfe",
     "run_leaderboard",
 ]

@@ -1,7 +1,7 @@
 """The metrics of a Care cell: English-filter acceptance, then on the accepted texts PPL by the external AR
 evaluator, MAUVE against human reference texts of the same source, Self-BLEU and Distinct-3, beside the NFE and
 churn the sampler recorded. :class:`Evaluators` loads the evaluator, the MAUVE featurizer and the reference
-features once per sweep."""
+features once per sweep (the reference texts come from the sweep's plan)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,20 @@ from typing import Any
 import numpy as np
 
 from dlmeval.protocols.care.cells import Cell
-from dlmeval.protocols.care.prompts import build_references
+from dlmeval.protocols.care.plan import CarePlan
 from dlmeval.protocols.care.spec import CareSpec
 from dlmeval.seeding import derive_seed
 
 
 class Evaluators:
-    """The evaluator, the MAUVE featurizer and reference features, loaded once per sweep."""
+    """The evaluator, the MAUVE featurizer and reference features, loaded once per sweep; the references are the
+    plan's (:meth:`~dlmeval.protocols.care.plan.CarePlan.references`)."""
 
-    def __init__(
-        self, spec: CareSpec, *, device, dtype, trust_remote_code, allow_download, data_dir, models=None
-    ):
+    def __init__(self, plan: CarePlan, *, device, dtype, trust_remote_code, allow_download, models=None):
         from dlmeval.models import load_causal_lm
 
-        self.spec = spec
-        self.data_dir = data_dir
+        self.plan = plan
+        spec = plan.spec
         kw = dict(
             device=device, dtype=dtype, allow_download=allow_download, trust_remote_code=trust_remote_code
         )
@@ -57,10 +56,7 @@ class Evaluators:
 
     def reference_features(self, source: str) -> np.ndarray:
         if source not in self._ref:
-            m = self.spec.metrics
-            refs = build_references(
-                source, m.n_reference, m.reference_words, self.data_dir, self.spec.corpus(source)
-            )
+            refs = self.plan.references(source)
             self._ref[source] = np.asarray(self.featurizer(refs), dtype=np.float32)
         return self._ref[source]
 

@@ -1,6 +1,6 @@
 """The texts of a Care sweep: prompt prefixes of exactly ``prefix_tokens`` tokens under a model's tokenizer, the
-human reference texts MAUVE compares with, the digest of every data file read, and the generated text as it
-follows its prefix."""
+human reference texts MAUVE compares with (both cut from a corpus's texts, which a run reads once through its
+plan: :mod:`dlmeval.protocols.care.plan`), and the generated text as it follows its prefix."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dlmeval.errors import InputError
-from dlmeval.protocols.care.spec import CareSpec
 
 
 @dataclass(frozen=True)
@@ -19,39 +17,6 @@ class PromptItem:
     item_id: str
     ids: list[int]  # special prefix tokens (e.g. [CLS]) + exactly prefix_tokens content tokens
     text: str  # the prefix decoded without special tokens
-
-
-def data_identity(spec: CareSpec, data_dir=None, *, allow_download: bool = False) -> dict[str, Any]:
-    """A digest of every data file the sweep reads (prompt / reference sources, downstream tasks), for the run
-    configurations: item keys are positional (``webtext/17``), so changed data must make another run. A corpus
-    or task read from a hub id or a local dataset enters as its rows' provenance (kind, id / path, config,
-    split, fields, row count, content digest: :mod:`dlmeval.data.hub`) under ``corpus:<name>`` /
-    ``task:<name>``; this is also where such data is first read (downloaded with ``allow_download``)."""
-    from dlmeval.data import tasks as T
-    from dlmeval.data.paths import data_dir as resolve
-    from dlmeval.data.paths import file_digest
-    from dlmeval.protocols.care.data import downstream_identity
-
-    files = {"webtext": T.WEBTEXT_FILE, "lm1b": T.LM1B_FILE}
-    used, sourced = [], {}
-    for s in dict.fromkeys(spec.generation.sources):
-        c = spec.corpus(s)
-        if c.source is not None:
-            sourced[f"corpus:{s}"] = corpus_rows(c, s, allow_download=allow_download)[1]
-        elif s in files:
-            used.append(files[s])
-    d = spec.downstream
-    if d.enabled:
-        tasks = (
-            (T.ARC_CHALLENGE_FILE, d.arc),
-            (T.HUMANEVAL_FILE, d.humaneval),
-            (T.GSM8K_FILE, d.gsm8k),
-        )
-        used += [f for f, t in tasks if t.n and t.source is None]
-        sourced.update(downstream_identity(spec, data_dir, allow_download=allow_download))
-    root = resolve(data_dir)
-    out: dict[str, Any] = {str(f): file_digest(root / f) for f in used if (root / f).is_file()}
-    return {**out, **sourced}
 
 
 def corpus_rows(corpus, name: str, allow_download: bool = False) -> tuple[tuple[str, ...], dict]:
@@ -104,19 +69,36 @@ def special_prefix(model) -> list[int]:
 def build_prompts(
     model, source: str, n: int, prefix_tokens: int, data_dir=None, corpus=None, *, at_least: int | None = None
 ) -> list[PromptItem]:
-    """``n`` prefixes of exactly ``prefix_tokens`` content tokens from the first half of ``source``'s texts.
-
-    ``documents`` style (webtext: documents of <= 61 words; OpenWebText): the first documents that alone have
-    ``prefix_tokens`` tokens, cut there. ``sentences`` style (lm1b: single sentences): consecutive sentences joined
-    by a space until there are enough tokens, cut there. ``corpus``: the :class:`CorpusSpec` (default: the built-in
-    of that name). Item ids name the first text used (``webtext/12``), so they are stable across models.
-    ``at_least``: accept fewer than ``n`` (a pool to draw from) as long as there are this many.
-    """
+    """``n`` prefixes of exactly ``prefix_tokens`` content tokens from the first half of ``source``'s texts
+    (:func:`prompts_from_texts` on :func:`source_texts`). ``corpus``: the :class:`CorpusSpec` (default: the
+    built-in of that name). A run cuts its prompts from the texts its plan read once
+    (:meth:`dlmeval.protocols.care.plan.CarePlan.prompts`)."""
     from dlmeval.protocols.care.spec import CORPORA
 
     corpus = corpus or CORPORA.get(source)
     documents = corpus is None or corpus.style == "documents"
     texts = source_texts(source, data_dir, corpus)
+    return prompts_from_texts(model, source, texts, n, prefix_tokens, documents=documents, at_least=at_least)
+
+
+def prompts_from_texts(
+    model,
+    source: str,
+    texts: Sequence[str],
+    n: int,
+    prefix_tokens: int,
+    *,
+    documents: bool = True,
+    at_least: int | None = None,
+) -> list[PromptItem]:
+    """``n`` prefixes of exactly ``prefix_tokens`` content tokens from the first half of ``texts`` (``source``'s).
+
+    ``documents`` style (webtext: documents of <= 61 words; OpenWebText): the first documents that alone have
+    ``prefix_tokens`` tokens, cut there. ``sentences`` style (``documents=False``; lm1b: single sentences):
+    consecutive sentences joined by a space until there are enough tokens, cut there. Item ids name the first text
+    used (``webtext/12``), so they are stable across models. ``at_least``: accept fewer than ``n`` (a pool to draw
+    from) as long as there are this many.
+    """
     pool = texts[: len(texts) // 2]
     special = special_prefix(model)
     out: list[PromptItem] = []
@@ -149,35 +131,15 @@ def build_prompts(
 POOL_FACTOR = 4
 
 
-def cell_prompts(spec: CareSpec, model, data_dir=None) -> dict:
-    """The prompts of every source: ``{source: [...]}`` (the same for every seed, the paper's reading: "seed
-    variance reflects sampling stochasticity only"), or with ``generation.resample_prompts`` ``{(source, seed):
-    [...]}``: each sweep seed draws ``n_prompts`` of the first ``POOL_FACTOR x n_prompts`` prefixes (fewer when
-    the corpus has fewer, at least ``n_prompts``) without replacement, from a generator seeded by (run seed,
-    source, seed), in pool order."""
-    from dlmeval.seeding import numpy_rng
-
-    g = spec.generation
-    out: dict = {}
-    for src in g.sources:
-        corpus = spec.corpus(src)
-        if not g.resample_prompts:
-            out[src] = build_prompts(model, src, g.n_prompts, g.prefix_tokens, data_dir, corpus)
-            continue
-        pool = build_prompts(
-            model, src, POOL_FACTOR * g.n_prompts, g.prefix_tokens, data_dir, corpus, at_least=g.n_prompts
-        )
-        seeds = {*spec.sweep.seeds, *spec.compute_matched.seeds, *spec.dose_response.seeds}
-        for seed in sorted(seeds):
-            pick = numpy_rng(spec.seed, "prompts", src, seed).choice(len(pool), g.n_prompts, replace=False)
-            out[(src, seed)] = [pool[i] for i in sorted(pick.tolist())]
-    return out
-
-
 def build_references(source: str, n: int, words: int, data_dir=None, corpus=None) -> list[str]:
-    """``n`` human reference texts of ``words`` whitespace words from the second half of ``source`` (disjoint from
-    the prompts): consecutive texts joined by a space and cut at ``words`` words; model-independent."""
-    texts = source_texts(source, data_dir, corpus)
+    """``n`` human reference texts of ``words`` whitespace words from the second half of ``source``
+    (:func:`references_from_texts` on :func:`source_texts`)."""
+    return references_from_texts(source, source_texts(source, data_dir, corpus), n, words)
+
+
+def references_from_texts(source: str, texts: Sequence[str], n: int, words: int) -> list[str]:
+    """``n`` human reference texts of ``words`` whitespace words from the second half of ``texts`` (``source``'s;
+    disjoint from the prompts): consecutive texts joined by a space and cut at ``words`` words; model-independent."""
     pool = texts[len(texts) // 2 :]
     out: list[str] = []
     buf: list[str] = []
@@ -217,10 +179,10 @@ __all__ = [
     "PromptItem",
     "build_prompts",
     "build_references",
-    "cell_prompts",
     "corpus_rows",
+    "prompts_from_texts",
+    "references_from_texts",
     "continuation_text",
-    "data_identity",
     "model_label",
     "source_texts",
     "special_prefix",

@@ -1,5 +1,6 @@
-"""Running a Care sweep: :func:`run_care` opens one store run per diffusion model (kind ``care``) and one
-``care-sweep`` run over all of them (through the protocols' one run skeleton,
+"""Running a Care sweep: :func:`run_care` executes a sweep's plan (:class:`~dlmeval.protocols.care.plan.CarePlan`,
+the spec resolved once), opening one store run per diffusion model (kind ``care``) and one ``care-sweep`` run over
+all of them (through the protocols' one run skeleton,
 :func:`dlmeval.protocols.skeleton.run_protocol`), and :func:`run_model` hands a model's work to the run loop
 (:func:`dlmeval.protocols.care.loop.run_units`). The package docstring (:mod:`dlmeval.protocols.care`) says what
 a sweep computes."""
@@ -17,24 +18,13 @@ import pandas as pd
 from dlmeval.parallel import current
 from dlmeval.protocols import common
 from dlmeval.protocols.care import tables as ct
-from dlmeval.protocols.care.cells import (
-    canonical_cell,
-    effective_cell,
-    model_schedule,
-    plan_cells,
-    sampler_config,
-)
+from dlmeval.protocols.care.cells import canonical_cell, effective_cell, model_schedule, sampler_config
 from dlmeval.protocols.care.downstream import downstream_units
 from dlmeval.protocols.care.loop import Unit, run_units
 from dlmeval.protocols.care.markdown import markdown
 from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
-from dlmeval.protocols.care.prompts import (
-    PromptItem,
-    cell_prompts,
-    continuation_text,
-    data_identity,
-    model_label,
-)
+from dlmeval.protocols.care.plan import CarePlan, as_plan
+from dlmeval.protocols.care.prompts import PromptItem, continuation_text, model_label
 from dlmeval.protocols.care.spec import CareSpec
 from dlmeval.protocols.skeleton import Hooks, run_entries, run_protocol
 
@@ -51,10 +41,11 @@ class CareResult:
     out_dir: Path | None = None
     signature: str = ""
     warnings: list[str] = field(default_factory=list)
+    plan: CarePlan | None = None
 
 
 def run_care(
-    spec: CareSpec,
+    plan: CarePlan | CareSpec,
     store,
     *,
     out_dir: str | Path | None = None,
@@ -70,11 +61,15 @@ def run_care(
     models: Mapping[str, Any] | None = None,
     shard: tuple[int, int] | None = None,
 ) -> CareResult:
-    """Run (or resume) the whole sweep of ``spec`` into ``store``; returns the tables over all models.
+    """Run (or resume) the whole sweep of ``plan`` into ``store``; returns the tables over all models. A spec is
+    resolved into its plan here (:func:`~dlmeval.protocols.care.plan.resolve` under ``data_dir`` and
+    ``allow_download``); a plan is run as resolved.
 
     ``models`` maps a model spec string (a sampled model or the evaluator) to an already loaded model; other
     models are loaded from their spec strings. ``shard = (i, n)``: an independent job's part of every model's
     generations (:func:`run_shard`): no summaries, tables or sweep run."""
+    plan = as_plan(plan, data_dir=data_dir, allow_download=allow_download)
+    spec = plan.spec
     models = dict(models or {})
     from dlmeval.models import load_diffusion
 
@@ -82,19 +77,18 @@ def run_care(
     # no corpus (a downstream-only spec such as care-instruct): no PPL or MAUVE, so no evaluator is loaded
     metrics = (
         Evaluators(
-            spec,
+            plan,
             device=evaluator_device or device,
             dtype=dtype,
             trust_remote_code=trust_remote_code,
             allow_download=allow_download,
-            data_dir=data_dir,
             models=models,
         )
-        if spec.generation.sources
+        if plan.sources
         else NoEvaluators()
     )
-    data = data_identity(spec, data_dir, allow_download=allow_download)
-    if spec.downstream.enabled and spec.downstream.humaneval.n:
+    data = plan.data_identity()
+    if "humaneval" in plan.tasks:
         from dlmeval.sandbox import require_isolation
 
         require_isolation()  # a sandbox that would refuse HumanEval code fails before any run opens
@@ -110,12 +104,11 @@ def run_care(
 
     def compute(model_spec: str, model, run) -> tuple[list[dict], list[dict]]:
         cells, down = run_model(
-            spec,
+            plan,
             model_label(model_spec),
             model,
             run,
             metrics,
-            data_dir,
             progress,
             say,
             model_spec=model_spec,
@@ -144,7 +137,7 @@ def run_care(
         write=lambda tables, out, sig: write_tables(tables, out, header=f"Care sweep {spec.name}: {sig}"),
     )
     if shard is not None:
-        return run_shard(hooks, spec, store, shard, models, command_line, say)
+        return run_shard(hooks, plan, store, shard, models, command_line, say)
     done = run_protocol(
         hooks, spec.models, store, models=models, command_line=command_line, say=say, out_dir=out_dir
     )
@@ -156,10 +149,11 @@ def run_care(
         out_dir=done.out_dir,
         signature=done.signature,
         warnings=done.warnings,
+        plan=plan,
     )
 
 
-def run_shard(hooks, spec, store, shard, models, command_line, say) -> CareResult:
+def run_shard(hooks, plan, store, shard, models, command_line, say) -> CareResult:
     """Part ``i`` of ``n`` of every model's generations (``--shard i/n``), each into the model's own run (the
     run a single job opens: the shard is not part of the signature), through the skeleton's per-model loop; each
     run finishes as ``shard i/n``. Importing the ``n`` jobs' bundles into one store and rerunning the command there
@@ -169,14 +163,14 @@ def run_shard(hooks, spec, store, shard, models, command_line, say) -> CareResul
     check((), *shard)  # validates i and n
     done = run_entries(
         dataclasses.replace(hooks, announce=lambda m: f"care: model {m} shard {shard[0]}/{shard[1]}"),
-        spec.models,
+        plan.spec.models,
         store,
         models=models,
         command_line=command_line,
         say=say,
         finish=f"shard {shard[0]}/{shard[1]}",
     )
-    out = CareResult(spec, model_runs=done.run_ids, warnings=done.warnings)
+    out = CareResult(plan.spec, model_runs=done.run_ids, warnings=done.warnings, plan=plan)
     if done.run_ids and current().is_main:
         out.signature = store.get_run(list(done.run_ids.values())[-1]).signature.short()
     return out
@@ -205,12 +199,11 @@ def _labelled(spec: CareSpec) -> CareSpec:
 
 
 def run_model(
-    spec,
+    plan: CarePlan,
     label,
     model,
     run,
     metrics,
-    data_dir,
     progress,
     say,
     *,
@@ -221,16 +214,15 @@ def run_model(
     (:func:`~dlmeval.protocols.care.downstream.downstream_units`), all through the one run loop
     (:func:`~dlmeval.protocols.care.loop.run_units`). Returns the cell rows and the downstream rows.
     ``model_spec``: the spec's name of the model (its ``[models."<spec>"]`` override applies)."""
-    prompts = cell_prompts(spec, model, data_dir)
-    units = sweep_units(spec, label, model, prompts, metrics, model_spec=model_spec)
-    if spec.downstream.enabled:
-        units += downstream_units(spec, label, model, data_dir, model_spec=model_spec)
+    units = sweep_units(plan, label, model, plan.prompts(model), metrics, model_spec=model_spec)
+    if plan.tasks:
+        units += downstream_units(plan, label, model, model_spec=model_spec)
     rows = run_units(run, units, say=say, progress=progress, label=label, shard=shard)
     return rows.get("cells", []), rows.get("down", [])
 
 
 def sweep_units(
-    spec: CareSpec,
+    plan: CarePlan,
     label: str,
     model,
     prompts: dict[str, list[PromptItem]],
@@ -238,14 +230,15 @@ def sweep_units(
     *,
     model_spec: str | None = None,
 ) -> list[Unit]:
-    """One unit per planned cell (:func:`~dlmeval.protocols.care.cells.plan_cells`), computed as its canonical
+    """One unit per cell of the plan (:func:`~dlmeval.protocols.care.cells.plan_cells`), computed as its canonical
     cell: a provably identical cell shares its records (run once, reported as ``same_as``). With ``model_spec``,
     each cell runs as that model's override says (:func:`~dlmeval.protocols.care.cells.effective_cell`; the
     cells keep the spec's names, the run signature holds the override)."""
+    spec = plan.spec
     tc = bool(getattr(model, "time_conditioned", False))
     native = model_schedule(spec, model_spec, str(getattr(model, "native_schedule", "linear")))
     units = []
-    for cell in plan_cells(spec):
+    for cell in plan.cells:
         eff = effective_cell(spec, cell, model_spec)
         canon = canonical_cell(spec, eff, time_conditioned=tc, native_schedule=native)
         canon = dataclasses.replace(canon, strategy=cell.strategy, temperature=cell.temperature)

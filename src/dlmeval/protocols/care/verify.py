@@ -68,7 +68,8 @@ def verify_care_run(
     from dlmeval.parallel import fixed_chunks
     from dlmeval.parallel.verify import hardware, verify_units
     from dlmeval.protocols.care.downstream import downstream_units
-    from dlmeval.protocols.care.prompts import cell_prompts, data_identity, model_label
+    from dlmeval.protocols.care.plan import CareOptions, resolve
+    from dlmeval.protocols.care.prompts import model_label
     from dlmeval.protocols.care.run import RUN_KIND, sweep_units
 
     sig = run.signature
@@ -78,7 +79,8 @@ def verify_care_run(
             "`dlmeval runs list --kind care`)"
         )
     spec, model_spec = spec_from_config(sig.config)
-    data = data_identity(spec, data_dir, allow_download=allow_download)
+    plan = resolve(spec, CareOptions(data_dir, allow_download))
+    data = plan.data_identity()
     recorded_data = sig.config.get("data", {})
     for name in sorted(set(data) | set(recorded_data)):
         if data.get(name) != recorded_data.get(name):
@@ -110,19 +112,16 @@ def verify_care_run(
         )
     label = model_label(model_spec)
     metrics = _LazyEvaluators(
-        spec,
+        plan,
         sig.models[1:],
         device=device,
         dtype=dtype_of(recorded),
         trust_remote_code=trust_remote_code,
         allow_download=allow_download,
-        data_dir=data_dir,
     )
-    units = sweep_units(
-        spec, label, model, cell_prompts(spec, model, data_dir), metrics, model_spec=model_spec
-    )
-    if spec.downstream.enabled:
-        units += downstream_units(spec, label, model, data_dir, model_spec=model_spec)
+    units = sweep_units(plan, label, model, plan.prompts(model), metrics, model_spec=model_spec)
+    if plan.tasks:
+        units += downstream_units(plan, label, model, model_spec=model_spec)
     first: dict[str, Any] = {}
     for u in units:
         first.setdefault(u.key, u)
@@ -190,8 +189,8 @@ class _LazyEvaluators:
     """The run's evaluators (PPL model, MAUVE featurizer), loaded only when a recomputed summary needs them, and
     checked against the identities the run recorded."""
 
-    def __init__(self, spec, recorded, **kw):
-        self._spec, self._recorded, self._kw, self._ev = spec, list(recorded), kw, None
+    def __init__(self, plan, recorded, **kw):
+        self._plan, self._recorded, self._kw, self._ev = plan, list(recorded), kw, None
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -202,12 +201,12 @@ class _LazyEvaluators:
             kw = dict(self._kw)
             if self._recorded:
                 kw["dtype"] = dtype_of(self._recorded[0])
-            ev = Evaluators(self._spec, **kw)
+            ev = Evaluators(self._plan, **kw)
             got = [i.as_dict().get("weights_sha256") for i in ev.identities()]
             want = [m.get("weights_sha256") for m in self._recorded]
             if got != want:
                 raise InputError(
-                    f"evaluator {self._spec.evaluator} has other weights than the run recorded; verify with the "
+                    f"evaluator {self._plan.spec.evaluator} has other weights than the run recorded; verify with the "
                     "same evaluator"
                 )
             self._ev = ev

@@ -16,7 +16,9 @@ Modules (the paper: Sec. 3 and 6, App. E-J; docs/robustness.md maps every table 
                      applies them, task options, data identity) and the record keys inside the run
 * :mod:`.responders` one DLM and one AR implementation of "generate with confidences" and "score choices"
                      (judged span = scored span)
-* :mod:`.evaluate`   planning (models, cells) and the per-item records, in fixed chunks, resumable
+* :mod:`.evaluate`   the models and cells of a spec, and the per-item records, in fixed chunks, resumable
+* :mod:`.plan`       the spec resolved once (``resolve`` -> ``RobustPlan``: models, cells, probes, task objects, the
+                     task data read once), what ``--plan`` prints and ``run_robust`` executes
 * :mod:`.probes`     the probe registry and phases (model phase: DLMs first, then AR models; tables phase after
                      all models); ``probe_ipm``, ``probe_dgcg``, ``probe_linear``, ``probe_mechanism``
 * :mod:`.tables`     every table as a pure function of the records
@@ -31,7 +33,7 @@ keyed by the option text, so every condition scores an option under the same mas
 
 from __future__ import annotations
 
-from dlmeval.protocols.robust.evaluate import ModelEntry, model_entries, plan
+from dlmeval.protocols.robust.evaluate import ModelEntry, model_entries, plan_cells
 from dlmeval.protocols.robust.keys import data_identity, items_digest, model_config, record_key
 from dlmeval.protocols.robust.output import (
     TABLE_ORDER,
@@ -41,6 +43,7 @@ from dlmeval.protocols.robust.output import (
     plot_reliability,
     write_tables,
 )
+from dlmeval.protocols.robust.plan import RobustOptions, RobustPlan, resolve
 from dlmeval.protocols.robust.probes import PROBES, Probe, ProbeContext, register_probe
 from dlmeval.protocols.robust.responders import ARResponder, DLMResponder, Responder, responder
 from dlmeval.protocols.robust.run import RUN_KIND, SPEC_KIND, RobustResult, run_robust
@@ -85,6 +88,8 @@ __all__ = [
     "ProbeContext",
     "ProbeSpec",
     "Responder",
+    "RobustOptions",
+    "RobustPlan",
     "RobustResult",
     "RobustSpec",
     "SamplerSpec",
@@ -101,10 +106,11 @@ __all__ = [
     "model_config",
     "model_entries",
     "parse_spec",
-    "plan",
+    "plan_cells",
     "plot_reliability",
     "record_key",
     "register_probe",
+    "resolve",
     "responder",
     "run_robust",
     "shipped_spec_path",

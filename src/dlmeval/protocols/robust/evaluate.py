@@ -50,7 +50,7 @@ def clean_seeds(spec: RobustSpec) -> list[int | None]:
     return list(spec.perturbation_seeds) if spec.clean_seeds == "per_seed" else [None]
 
 
-def plan(spec: RobustSpec) -> list[tuple[str, str, str, int | None]]:
+def plan_cells(spec: RobustSpec) -> list[tuple[str, str, str, int | None]]:
     """Every (task, mode, condition, perturbation seed) cell of one model, in run order (clean first)."""
     cells = []
     for t in spec.tasks:
@@ -200,10 +200,11 @@ def likelihood_chunk(spec, resp, task, cond, seed, chunk, state) -> list[dict]:
 CHUNKS = {"generation": generation_chunk, "likelihood": likelihood_chunk}
 
 
-def _chunk_records(spec, resp, chunk, states: dict) -> list[dict]:
-    """The records of one work chunk (``chunk.meta``: task, mode, condition, seed)."""
+def _chunk_records(spec, resp, chunk, states: dict, task=None) -> list[dict]:
+    """The records of one work chunk (``chunk.meta``: task, mode, condition, seed); ``task``: the task object
+    as a plan resolved it (else built from the spec)."""
     task_name, mode, cond, seed = chunk.meta
-    task = spec.task_or_default(task_name).task()
+    task = task or spec.task_or_default(task_name).task()
     state = states.setdefault(f"{task_name}/{mode}", {})
     recs = CHUNKS[mode](spec, resp, task, cond, seed, list(chunk.items), state)
     for r in recs:
@@ -217,26 +218,32 @@ def _cell_chunks(resp, task_name, mode, cond, seed, items) -> tuple[list[str], l
     return keys, fixed_chunks(items, keys, resp.batch_size, meta=meta, info=f"{task_name}/{mode}/{cond}")
 
 
-def evaluate_model(spec, resp, run, items: dict[str, list], progress: bool, say) -> list[dict]:
+def evaluate_model(plan, resp, run, progress: bool, say) -> list[dict]:
     """Every (task, mode, condition, seed, item) record of one model: computed where missing, read back
-    otherwise. Returns the records of the current plan in plan order.
+    otherwise. Returns the records of ``plan`` (a :class:`~dlmeval.protocols.robust.plan.RobustPlan`: its cells,
+    items and task objects) in plan order.
 
     The chunks of all cells form one work list (:func:`dlmeval.parallel.work_loop`); in a data-parallel job
     (``torchrun``) every rank computes its share of the pending ones (chunks are fixed slices of each cell's
     items, and every draw is seeded per item, so a record does not depend on the rank or the world size)."""
     from dlmeval.parallel import work_loop
 
+    spec = plan.spec
     keys_in_order: list[str] = []
     work = []
-    for task_name, mode, cond, seed in plan(spec):
-        keys, cell = _cell_chunks(resp, task_name, mode, cond, seed, items[task_name])
+    for task_name, mode, cond, seed in plan.cells:
+        keys, cell = _cell_chunks(resp, task_name, mode, cond, seed, plan.items(task_name))
         keys_in_order += keys
         work += cell
     states: dict[str, dict] = {}
     label = resp.entry.label
     t0 = time.perf_counter()
     got = work_loop(
-        run, work, lambda c: _chunk_records(spec, resp, c, states), label=f"robust {label}", progress=progress
+        run,
+        work,
+        lambda c: _chunk_records(spec, resp, c, states, plan.task(c.meta[0])),
+        label=f"robust {label}",
+        progress=progress,
     )
     if got.pending_chunks:
         say(f"robust: {label}: {got.pending_units} records computed in {time.perf_counter() - t0:.1f} s")

@@ -1,4 +1,4 @@
-"""Running a spec: the model phase (every DLM, then every AR model: records, then each probe's model phase), the
+"""Running a spec's plan (:class:`~dlmeval.protocols.robust.plan.RobustPlan`, the spec resolved once): the model phase (every DLM, then every AR model: records, then each probe's model phase), the
 tables phase (every table from the records and the probes' collected records), and the output, through the
 protocols' one run skeleton (:func:`dlmeval.protocols.skeleton.run_protocol`)."""
 
@@ -12,8 +12,9 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.parallel import current
-from dlmeval.protocols.robust.evaluate import Data, ModelEntry, evaluate_model, model_entries
+from dlmeval.protocols.robust.evaluate import ModelEntry, evaluate_model
 from dlmeval.protocols.robust.output import guard_notes, plot_reliability, write_tables
+from dlmeval.protocols.robust.plan import RobustPlan, as_plan
 from dlmeval.protocols.robust.probes import PROBES, ProbeContext, phase_order
 from dlmeval.protocols.robust.responders import responder
 from dlmeval.protocols.robust.spec import RobustSpec
@@ -35,6 +36,7 @@ class RobustResult:
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
+    plan: RobustPlan | None = None
 
 
 def _load(entry: ModelEntry, *, device, dtype, trust_remote_code, allow_download):
@@ -45,7 +47,7 @@ def _load(entry: ModelEntry, *, device, dtype, trust_remote_code, allow_download
 
 
 def run_robust(
-    spec: RobustSpec,
+    plan: RobustPlan | RobustSpec,
     store,
     *,
     out_dir: str | Path | None = None,
@@ -60,30 +62,27 @@ def run_robust(
     echo: Callable[[str], None] | None = None,
     models: Mapping[str, Any] | None = None,
 ) -> RobustResult:
-    """Run (or resume) ``spec`` into ``store``; returns the tables over all pairs.
+    """Run (or resume) ``plan`` into ``store``; returns the tables over all pairs. A spec is resolved into its plan
+    here (:func:`~dlmeval.protocols.robust.plan.resolve` under ``data_dir`` and ``allow_download``); a plan is run
+    as resolved.
 
     ``models`` maps a model spec string to an already loaded model (tests, or a model built in code such as the
     untrained default start); other models are loaded from their spec strings.
     """
+    plan = as_plan(plan, data_dir=data_dir, allow_download=allow_download)
+    spec, entries, pair_labels = plan.spec, list(plan.entries), dict(plan.pair_labels)
     main = current().is_main
     say = (echo if main else None) or (lambda s: None)
-    data = Data(
-        data_dir, sources={t.name: t.data_source() for t in spec.tasks}, allow_download=allow_download
-    )
-    items = {t.name: data.items(t.name, t.path, t.n) for t in spec.tasks}
-    identity = data.identity(spec)
-    entries, pair_labels = model_entries(spec)
+    identity = plan.identity()
     contexts = {
-        name: ProbeContext(spec, spec.probe(name), data, pair_labels, say)
-        for name in PROBES
-        if spec.probe(name).enabled
+        name: ProbeContext(spec, spec.probe(name), plan.data, pair_labels, say) for name in plan.probes
     }
     probes = {name: PROBES[name]() for name in contexts}
     given = {e.label: models[e.spec] for e in entries if models is not None and e.spec in models}
 
     def compute(entry: ModelEntry, model, run) -> list[dict]:
         resp = responder(spec, entry, model)
-        recs = evaluate_model(spec, resp, run, items, progress, say)
+        recs = evaluate_model(plan, resp, run, progress, say)
         for name, probe in probes.items():
             ctx = contexts[name]
             ctx.roles[entry.label] = entry.role
@@ -138,6 +137,7 @@ def run_robust(
         out_dir=done.out_dir,
         warnings=done.warnings,
         seconds=done.seconds,
+        plan=plan,
     )
     if main and result.out_dir is not None and spec.calibration.plots:  # rank 0 draws the figures
         try:

@@ -87,8 +87,6 @@ class DiffScoreFTFamily(DiffScoreFamily):
         self._base_identity()
 
     def configuration(self) -> dict[str, Any]:
-        from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest
-
         o = self.opts
         # the adapter of a benchmark is trained on the pool's full files and decontaminated against the
         # benchmark's full file: every score depends on all of them
@@ -97,7 +95,7 @@ class DiffScoreFTFamily(DiffScoreFamily):
             "estimator": o.estimator_record(),
             "ft": o.ft_options.describe(),
             "batching": dlm_batching(o),
-            "data": {b: data_digest(b, o.data_dir, o.source_for(b)) for b in names},
+            "data": {b: self.suite.data_identity(b) for b in names},
         }
 
     def models(self) -> list[Any]:

@@ -16,21 +16,22 @@ from typing import Any
 
 import pandas as pd
 
-from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest, scoring_frame
+from dlmeval.protocols.diffscore.meta_eval.benchmarks import scoring_frame
 from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
 from dlmeval.protocols.diffscore.meta_eval.options import SuiteOptions
+from dlmeval.protocols.diffscore.meta_eval.plan import MetaEvalPlan, resolve
 
 
 class SuiteInputs:
-    """The options, the benchmark frames (under ``limit``) and every model of one suite configuration, each
-    read or loaded once. ``models`` maps a model spec string, or a family's model key (``"bertscore"``,
-    ``"unieval"``, ...), to an already loaded model."""
+    """The plan (the options resolved once: :class:`~.plan.MetaEvalPlan`), the benchmark frames (under ``limit``)
+    and every model of one suite configuration, each read or loaded once. ``models`` maps a model spec string, or
+    a family's model key (``"bertscore"``, ``"unieval"``, ...), to an already loaded model."""
 
-    def __init__(self, opts: SuiteOptions, *, models: Mapping[str, Any] | None = None):
-        opts.check()
-        self.opts = opts
+    def __init__(self, opts: SuiteOptions | MetaEvalPlan, *, models: Mapping[str, Any] | None = None):
+        self.plan = opts if isinstance(opts, MetaEvalPlan) else resolve(opts)
+        self.opts = self.plan.opts
         self.given = dict(models or {})  # keys the caller loaded; never replaced
-        self.benchmarks = opts.resolved_benchmarks()
+        self.benchmarks = self.plan.benchmarks
         self._loaded: dict[str, Any] = {}
         self._scorers: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
@@ -53,21 +54,22 @@ class SuiteInputs:
 
     def families(self) -> list[str]:
         """The families this configuration runs, in rank (table) order."""
-        return [n for n, cls in METRIC_FAMILIES.items() if cls.enabled(self.opts)]
+        return list(self.plan.families)
 
     # ------------------------------------------------------------------ data
     def frame(self, name: str) -> pd.DataFrame:
         """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
         if name not in self._frames:
             self._frames[name] = scoring_frame(
-                name, self.opts.data_dir, self.opts.limit, self.opts.source_for(name)
+                name, self.opts.data_dir, self.opts.limit, self.plan.source(name)
             )
         return self._frames[name]
 
     def data_identity(self, name: str) -> str | dict:
         """What a run that depends on a benchmark's whole data records of it: the data file's digest, or the
-        provenance of the rows of its ``--benchmark-source`` (a digest of every row among them)."""
-        return data_digest(name, self.opts.data_dir, self.opts.source_for(name))
+        provenance of the rows of its ``--benchmark-source`` (a digest of every row among them); the plan's, computed
+        once."""
+        return self.plan.data_identity(name)
 
     # ------------------------------------------------------------------ models
     @property

@@ -1,4 +1,7 @@
-"""``dlmeval meta-eval --plan``: what a suite run would fill, without running it (and without importing torch).
+"""The plan of a meta-eval suite: :func:`resolve` turns the options into one frozen :class:`MetaEvalPlan` (the
+benchmarks, the dataset each is read from, the families that run; each benchmark's data digest computed on first
+use and kept), which :class:`~.inputs.SuiteInputs` and the run execute and ``dlmeval meta-eval --plan`` prints
+(:func:`plan_tables`): what a suite run would fill, without running it (and without importing torch).
 
 For the chosen benchmarks and metric families: the DiffScore paper's table each benchmark goes in and the cells
 (benchmark, dimension, protocol) its rows fill, the protocols under ``--protocol``, where the data come from and
@@ -7,7 +10,7 @@ is on this machine: a directory, or a hub id in the local Hugging Face cache).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,47 @@ class _Suite:
     opts: Any
 
 
+@dataclass(frozen=True, eq=False)
+class MetaEvalPlan:
+    """A suite configuration resolved once (:func:`resolve`): ``opts``, the ``benchmarks`` run (in order), the
+    ``families`` that run (in rank order). The dataset a benchmark is read from (``--benchmark-source``) and the
+    digest of its data are resolved on first use and kept (``reads``), for the suite's benchmarks and the others a
+    family reads (DiffScore-FT's training pool)."""
+
+    opts: Any  # SuiteOptions
+    benchmarks: tuple[str, ...]
+    families: tuple[str, ...]
+    reads: dict = field(default_factory=dict, repr=False)
+
+    def source(self, name: str):
+        """The dataset benchmark ``name`` is read from (None: its data file)."""
+        key = ("source", name)
+        if key not in self.reads:
+            self.reads[key] = self.opts.source_for(name)
+        return self.reads[key]
+
+    def data_identity(self, name: str) -> str | dict:
+        """What a run that depends on a benchmark's whole data records of it: the data file's digest, or the
+        provenance of the rows of its ``--benchmark-source`` (a digest of every row among them); computed once."""
+        from dlmeval.protocols.diffscore.meta_eval.benchmarks import data_digest
+
+        key = ("identity", name)
+        if key not in self.reads:
+            self.reads[key] = data_digest(name, self.opts.data_dir, self.source(name))
+        return self.reads[key]
+
+
+def resolve(opts, *, run: bool = True) -> MetaEvalPlan:
+    """The plan of ``opts`` (reads no data): checked as a run needs (``run``: every option) or as ``--plan``
+    needs (names of families, benchmarks and protocols; no model)."""
+    if run:
+        opts.check()
+    else:
+        opts.check_plan()
+    families = tuple(n for n, cls in METRIC_FAMILIES.items() if cls.enabled(opts))
+    return MetaEvalPlan(opts, opts.resolved_benchmarks(), families)
+
+
 def _present(spec: str | None, hub_ids: tuple[str, ...]) -> tuple[str, str]:
     """``(what is used, whether it is here)`` for a checkpoint option's value (None: its default hub ids)."""
     from dlmeval.baselines.checkpoints import cached_snapshot
@@ -53,10 +97,11 @@ def _present(spec: str | None, hub_ids: tuple[str, ...]) -> tuple[str, str]:
     return hub_ids[0], "no (not in the hub cache: --allow-download or a local copy)"
 
 
-def plan_tables(opts) -> dict[str, list[dict[str, Any]]]:
+def plan_tables(plan: MetaEvalPlan) -> dict[str, list[dict[str, Any]]]:
     """``{"cells": [...], "checkpoints": [...]}``: one record per (benchmark, dimension, family) and per
-    (family, checkpoint)."""
-    benches = opts.resolved_benchmarks()
+    (family, checkpoint), of the ``--metrics`` families."""
+    opts = plan.opts
+    benches = plan.benchmarks
     families = [n for n in opts.selected_families() if n in METRIC_FAMILIES]
     cells: list[dict[str, Any]] = []
     for name in benches:
@@ -64,7 +109,7 @@ def plan_tables(opts) -> dict[str, list[dict[str, Any]]]:
         protocols = b.protocols
         if opts.protocol == "bartscore" and name in P.BARTSCORE_PROTOCOLS:
             protocols = P.BARTSCORE_PROTOCOLS[name]
-        src = opts.source_for(name)
+        src = plan.source(name)
         if src is not None:
             data, here = f"dataset {src.source}" + (f":{src.split}" if src.split else ""), "-"
         else:
@@ -102,16 +147,16 @@ def plan_tables(opts) -> dict[str, list[dict[str, Any]]]:
     ckpts: list[dict[str, Any]] = []
     for fam_name in families:
         cls = METRIC_FAMILIES[fam_name]
-        for field, what, hub_ids in cls.checkpoints:
+        for option, what, hub_ids in cls.checkpoints:
             value = opts
-            for part in field.split("."):
+            for part in option.split("."):
                 value = getattr(value, part)
             used, here = _present(value, tuple(hub_ids))
             ckpts.append(
                 {
                     "family": fam_name,
                     "checkpoint": what,
-                    "option": _FLAGS.get(field, "--" + field.split(".")[-1].replace("_", "-")),
+                    "option": _FLAGS.get(option, "--" + option.split(".")[-1].replace("_", "-")),
                     "uses": used,
                     "present": here,
                 }
@@ -131,4 +176,4 @@ def plan_markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["PAPER_TABLES", "plan_markdown", "plan_tables", "BENCHMARKS"]
+__all__ = ["PAPER_TABLES", "MetaEvalPlan", "plan_markdown", "plan_tables", "resolve", "BENCHMARKS"]
