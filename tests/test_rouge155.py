@@ -65,7 +65,7 @@ def test_missing_perl_module_is_one_clear_error(monkeypatch):
 @pytest.mark.parametrize(
     ("field", "value", "flag"),
     [("rouge_impl", "perl", "--rouge-impl"), ("protocol", "bart", "--protocol"), ("ref_agg", "median", "--ref-agg"),
-     ("text_form", "raw", "--text-form")],
+     ("text_form", "raw", "--text-form"), ("detokenizer", "perl", "--detokenizer")],
 )  # fmt: skip
 def test_bad_suite_switches_are_rejected_by_name(field, value, flag):
     from dlmeval.protocols.diffscore.meta_eval import SuiteOptions

@@ -108,6 +108,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "lower-cased, BERTScore / MoverScore the tokenized text); detok: the detokenized text for every metric",
     )
     p.add_argument(
+        "--detokenizer",
+        default=None,
+        metavar="NAME",
+        help="how the tokenized BARTScore text is detokenized for the metrics that read detokenized text (BLEU, "
+        "METEOR, DiffScore, AR, BARTScore, ...): treebank (NLTK's) or moses (BARTScore's SUM/utils.py "
+        "MosesDetokenizer, through sacremoses); default: moses under --protocol bartscore, else treebank",
+    )
+    p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
     )
     p.add_argument(
@@ -228,6 +236,7 @@ def _options(args):
         protocol=args.protocol,
         ref_agg=args.ref_agg,
         text_form=args.text_form,
+        detokenizer=args.detokenizer,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
@@ -288,6 +297,7 @@ def _plan(args) -> int:
         protocol=args.protocol,
         ref_agg=args.ref_agg,
         text_form=args.text_form,
+        detokenizer=args.detokenizer,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),
         dlm=args.model,

@@ -52,6 +52,11 @@ class SuiteOptions:
     # (SUM/score.py: ROUGE the tokenized text lower-cased, BERTScore and MoverScore the tokenized text as it is; the
     # DiffScore paper is silent, so BARTScore's is the default); "detok": the detokenized text for every metric
     text_form: str = "bartscore"
+    # how the tokenized pickle text is detokenized for the metrics that read detokenized text (``--detokenizer``):
+    # "treebank" (NLTK's TreebankWordDetokenizer, the inverse of the tokenizer that made the pickles) or "moses"
+    # (BARTScore's SUM/utils.py MosesDetokenizer('en'), through sacremoses); None: the protocol's (paper: treebank,
+    # the paper names none; bartscore: moses, BARTScore's own)
+    detokenizer: str | None = None
     # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
     # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
     encoder: str | None = None
@@ -114,6 +119,14 @@ class SuiteOptions:
     trust_remote_code: bool = False
     allow_download: bool = False  # model specs may be hub ids (needs internet)
     progress: bool = True
+
+    @property
+    def resolved_detokenizer(self) -> str:
+        """``detokenizer``, or the suite protocol's default (``bartscore``: Moses, as BARTScore's ``SUM/utils.py``;
+        ``paper``: Treebank)."""
+        if self.detokenizer is not None:
+            return self.detokenizer
+        return "moses" if self.protocol == "bartscore" else "treebank"
 
     def selected_families(self) -> tuple[str, ...]:
         """The ``--metrics`` families (the registered defaults when none were given)."""
@@ -206,7 +219,22 @@ class SuiteOptions:
             raise InputError(f"unknown metric family {bad}; choose from {', '.join(known)}")
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        self._check_detokenizer()
         self.resolved_benchmarks()
+
+    def _check_detokenizer(self) -> None:
+        from dlmeval.data.bartscore import DETOKENIZERS
+
+        if self.detokenizer is not None and self.detokenizer not in DETOKENIZERS:
+            raise InputError(f"--detokenizer {self.detokenizer!r}: choose one of {', '.join(DETOKENIZERS)}")
+        if self.resolved_detokenizer == "moses":
+            import importlib.util
+
+            if importlib.util.find_spec("sacremoses") is None:
+                raise InputError(
+                    "--detokenizer moses needs the package sacremoses: pip install 'sacremoses>=0.1.1,<0.3' "
+                    "(or choose --detokenizer treebank)"
+                )
 
     def check(self) -> None:
         known = family_names()
@@ -230,6 +258,7 @@ class SuiteOptions:
             raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
         if self.text_form not in TEXT_FORMS:
             raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
+        self._check_detokenizer()
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):
