@@ -44,6 +44,8 @@ class SuiteOptions:
     # the lexical family's ROUGE (``--rouge-impl``): "rouge-score" (Google's reimplementation) or "rouge155" (the
     # ROUGE-1.5.5 Perl script with BARTScore's options, dlmeval.baselines.rouge155)
     rouge_impl: str = "rouge-score"
+    # rouge155's WordNet exception lists (``--rouge-wordnet``): "empty" (BARTScore's numbers) or "2.0" (built in)
+    rouge_wordnet: str = "empty"
     # several references (SummEval's 11): how ROUGE's and BERTScore's per-reference P / R / F combine
     # (``--ref-agg``). "mean": BARTScore's SUM/score.py at the commit of the shipped pickles (it averages every metric
     # over the references); the DiffScore paper names no rule; "max": the best reference
@@ -254,6 +256,16 @@ class SuiteOptions:
 
         if self.rouge_impl not in ROUGE_IMPLS:
             raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
+        from dlmeval.baselines.rouge155 import EXCEPTION_LISTS
+
+        if self.rouge_wordnet not in EXCEPTION_LISTS:
+            raise InputError(
+                f"--rouge-wordnet {self.rouge_wordnet!r}: choose one of {', '.join(EXCEPTION_LISTS)}"
+            )
+        if self.rouge_wordnet != "empty" and self.rouge_impl != "rouge155":
+            raise InputError(
+                "--rouge-wordnet applies to --rouge-impl rouge155 only; add --rouge-impl rouge155"
+            )
         if self.ref_agg not in REF_AGGS:
             raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
         if self.text_form not in TEXT_FORMS:
