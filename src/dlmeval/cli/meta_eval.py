@@ -105,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bartscore",
         metavar="FORM",
         help="bartscore (default): each metric reads the text BARTScore gave it (ROUGE the tokenized pickle text "
-        "lower-cased, BERTScore / MoverScore the tokenized text); detok: the detokenized text for every metric",
+        "lower-cased, BERTScore / MoverScore the tokenized text) and UniEval the tokenized text of its own data "
+        "files; detok: the detokenized text for every metric",
     )
     p.add_argument(
         "--detokenizer",

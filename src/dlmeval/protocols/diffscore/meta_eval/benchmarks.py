@@ -186,7 +186,8 @@ def scoring_frame(
     the output was made from: article, meaning representation, or WMT foreign-language source), ``cond_source``
     (what DiffScore and the s2h/h2s directions condition on: the source, or the reference translation for WMT),
     ``targets`` (the texts reference-based metrics compare with: the references, or the source for the factuality
-    sets), ``has_reference``, ``candidate``, ``candidate_raw`` and ``targets_raw`` (the same texts as in the data file,
+    sets), ``has_reference``, ``candidate``, ``candidate_raw``, ``source_raw`` (outputs sets) and ``targets_raw`` (the
+    same texts as in the data file,
     before detokenization: BARTScore's pickles are tokenized), then the human dimensions (pairwise sets: ``pair_id``, ``side``).
     ``source``: read from a dataset instead of the benchmark's file. ``detokenizer``: how a tokenized data file is
     detokenized (:data:`dlmeval.data.bartscore.DETOKENIZERS`; None: Treebank).
@@ -269,6 +270,7 @@ def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.Data
             "candidate": df["candidate"],
             # the texts before detokenization, for the metrics BARTScore gave them to (ROUGE, see the lexical family)
             "candidate_raw": df["candidate_raw" if raw else "candidate"],
+            "source_raw": df["source_raw" if raw else "source"],
             "targets_raw": refs_raw
             if b.has_reference
             else [(s,) for s in df["source_raw" if raw else "source"]],

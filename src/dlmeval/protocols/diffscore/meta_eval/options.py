@@ -79,6 +79,9 @@ class SuiteOptions:
     # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
     # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
     unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
+    # UniEval's one reference (relevance, informativeness): "first" (its evaluator reads one; its D2T files hold
+    # BARTScore's ref_summs[0]) or "best" (the best-scoring reference)
+    unieval_refs: str = "first"
     unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
     alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
     alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
@@ -271,6 +274,8 @@ class SuiteOptions:
         if self.text_form not in TEXT_FORMS:
             raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
         self._check_detokenizer()
+        if self.unieval_refs not in ("first", "best"):
+            raise InputError(f"--unieval-refs {self.unieval_refs!r}: choose one of first, best")
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):
