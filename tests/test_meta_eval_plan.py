@@ -92,7 +92,9 @@ def test_both_suite_protocols_in_results_where_they_differ(tmp_path, data_root):
 
 def test_the_two_suite_protocols_are_two_summary_runs(tmp_path, data_root):
     """--protocol paper and --protocol bartscore on the same selection share their component (score) runs but
-    not the summary run: the second must not overwrite the first's results and tables in the store."""
+    not the summary run: the second must not overwrite the first's results and tables in the store. The same
+    texts are needed for that: bartscore's default detokenizer (Moses) makes BLEU / METEOR read other texts, so
+    there the component run is another one too."""
     from dlmeval.cli.main import main
     from dlmeval.store import RunStore
 
@@ -100,8 +102,15 @@ def test_the_two_suite_protocols_are_two_summary_runs(tmp_path, data_root):
     base = ["--store", str(store), "--no-progress", "meta-eval", "--data-dir", str(data_root), "--benchmarks",
             "REALSumm", "--limit", "48", "--metrics", "lexical", "--bootstrap", "0"]  # fmt: skip
     for proto in ("paper", "bartscore"):
-        assert main([*base, "--protocol", proto, "--out", str(tmp_path / proto)]) == 0
+        argv = [*base, "--protocol", proto, "--detokenizer", "treebank", "--out", str(tmp_path / proto)]
+        assert main(argv) == 0
     with RunStore(store, must_exist=True) as s:
         summaries = [r for r in s.list_runs() if r["kind"] == "meta-eval"]
         lexical = [r for r in s.list_runs() if r["kind"] != "meta-eval"]
     assert len(summaries) == 2 and len(lexical) == 1
+    assert (
+        main([*base, "--protocol", "bartscore", "--out", str(tmp_path / "moses")]) == 0
+    )  # Moses: other texts
+    with RunStore(store, must_exist=True) as s:
+        assert sum(r["kind"] == "meta-eval" for r in s.list_runs()) == 3
+        assert sum(r["kind"] != "meta-eval" for r in s.list_runs()) == 2
