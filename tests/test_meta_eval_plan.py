@@ -32,6 +32,9 @@ def test_plan_names_tables_cells_and_checkpoints_without_torch(data_root):
     assert status == {"rc": 0, "torch": False}
     assert took < 30  # the target is 5 s on an idle machine; shared CI cores are slower
     cells = {(c["cell"], c["family"]): c for c in tables["cells"]}
+    settings = {c["option"]: c["value"] for c in tables["settings"]}
+    assert settings["--detokenizer"] == "moses (the default under --protocol bartscore)"
+    assert settings["--rouge-wordnet"] == "empty" and settings["--unieval-refs"] == "first"
     real = cells[("REALSumm COV (rho doc-avg)", "lexical")]
     assert real["table"].startswith("Table 2") and real["protocol"] == "doc_spearman"
     assert real["rows"].split() == ["bleu", "rouge1_r", "rouge2_r", "rougeL_r", "meteor"]
