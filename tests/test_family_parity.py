@@ -50,10 +50,32 @@ def test_generated_tokens_equal_the_familys_own_sampler(models, family, i):
     assert [int(t) for t in got] == c["tokens"]
 
 
+@pytest.mark.parametrize("i", range(len(REC["a2d_bd3lm"]["generate"])))
+def test_bd3lm_tokens_and_layout_equal_dllms_bd3lm_sampler(models, i):
+    """dllm's BD3LMSampler (KV-cache prefix pass, blocks of 4): dlmeval's block sampler lays the prompt out as dllm
+    does (left-padded with the pad id to whole blocks) and generates the same tokens, also for prompts that hold
+    the pad id inside them (dllm treats it as padding; #34 item 11)."""
+    from dlmeval.sampling.block import BlockDiffusionSampler, block_layout
+
+    m = models["tiny-a2d-bd3lm"]
+    c = REC["a2d_bd3lm"]["generate"][i]
+    cfg = SamplerConfig(
+        length=c["gen_length"], steps=c["steps"], strategy="none", temperature=0.0, stop_at_eos=False
+    )
+    got = BlockDiffusionSampler(m, cfg).sample([c["prompt_ids"]]).tokens[0]
+    assert [int(t) for t in got] == c["tokens"]
+    rows = [c["prompt_ids"] + [m.mask_token_id] * c["gen_length"]]
+    ids, _ = block_layout(m, [c["prompt_ids"]], rows, c["block_length"], c["gen_length"])
+    n = len(c["sequence"]) - c["gen_length"]
+    assert ids[0, :n].tolist() == c["sequence"][:n]
+
+
 def test_the_recorded_cases_cover_blocks_and_both_dream_orders():
     assert any(c["block_length"] < c["gen_length"] for c in REC["llada"]["generate"])
     assert any(c["block_length"] < c["gen_length"] for c in REC["a2d"]["generate"])
     assert {c["alg"] for c in REC["dream"]["generate"]} == {"entropy", "maskgit_plus"}
+    pad = 0  # the stand-in's pad id (<|endoftext|>)
+    assert sum(pad in c["prompt_ids"] for c in REC["a2d_bd3lm"]["generate"]) == 2
 
 
 @pytest.mark.parametrize("i", range(len(REC["a2d"]["loglikelihood"])))
