@@ -149,3 +149,21 @@ def test_endpoint_judge_reads_top_logprobs():
     req = seen[0]
     assert req["max_tokens"] == 1 and req["temperature"] == 0 and req["top_logprobs"] == 20
     assert req["model"] == "judge-x" and "a document" in req["messages"][0]["content"]
+
+
+def test_published_forms_are_the_files_character_for_character():
+    """The four SummEval forms equal G-Eval's prompts/summeval/*_detailed.txt as gpt4_eval.py reads them (text mode:
+    CRLF read as LF). sha256 of each file so read, recorded from nlpyang/geval@6f84404 (``git show
+    6f84404:prompts/summeval/con_detailed.txt`` then ``open(f).read()``)."""
+    import hashlib
+
+    from dlmeval.baselines.geval import FORMS
+
+    want = {
+        "coherence": "3036b788c0c7aa3c7147a71b1ff9897c42b8303624c731a3d731218d349d871b",
+        "consistency": "ce74a0de8f19f2f0d31c77d1df76eece9b29fd14fee1f2bb82b462846eac62fa",
+        "fluency": "128ad51b29f9cb7badf086cd0ebc1d4a53772b0f89c5cf051050f6c76e046e57",
+        "relevance": "4d55e0539987885d4c0aad448f22e67d58b2afeca9dd3f53e16092213f8b0ae6",
+    }
+    got = {n: hashlib.sha256(FORMS[n].prompt.encode()).hexdigest() for n in want}
+    assert got == want

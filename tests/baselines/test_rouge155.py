@@ -62,10 +62,31 @@ def test_missing_perl_module_is_one_clear_error(monkeypatch):
         R._data_dir.cache_clear()
 
 
+@needs_perl
+def test_wordnet_2_0_exception_lists_one_flag_away():
+    # --rouge-wordnet 2.0: ROUGE-1.5.5's own set-up (the 2.0 lists built in): a listed word is replaced by its
+    # lemma and not stemmed ("went" -> "go", which the stemmer leaves as it is), an unlisted one is Porter-stemmed
+    # ("mouse" -> "mous", so the lemma "mouse" of "mice" matches nothing)
+    pairs = [("cats running .", "cat run ."), ("went .", "go ."), ("mice .", "mouse .")]
+    got = R.rouge155_pairs(pairs, exceptions="2.0")
+    assert [g["rouge1"][2] for g in got] == [1.0, 1.0, 0.0]
+    assert [g["rouge1"][2] for g in R.rouge155_pairs(pairs)] == [1.0, 0.0, 0.0]  # the default: empty
+    with pytest.raises(InputError, match="--rouge-wordnet '3.0': choose one of empty, 2.0"):
+        R.rouge155_pairs(pairs, exceptions="3.0")
+
+
+def test_wordnet_lists_need_rouge155():
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
+
+    with pytest.raises(InputError, match="--rouge-wordnet applies to --rouge-impl rouge155 only"):
+        SuiteOptions(families=("lexical",), rouge_wordnet="2.0").check()
+
+
 @pytest.mark.parametrize(
     ("field", "value", "flag"),
     [("rouge_impl", "perl", "--rouge-impl"), ("protocol", "bart", "--protocol"), ("ref_agg", "median", "--ref-agg"),
-     ("text_form", "raw", "--text-form")],
+     ("text_form", "raw", "--text-form"), ("detokenizer", "perl", "--detokenizer"),
+     ("rouge_wordnet", "3.0", "--rouge-wordnet")],
 )  # fmt: skip
 def test_bad_suite_switches_are_rejected_by_name(field, value, flag):
     from dlmeval.protocols.diffscore.meta_eval import SuiteOptions

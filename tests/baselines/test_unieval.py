@@ -63,6 +63,8 @@ def test_scores_equal_the_hand_computation(t5_dir):
 
 
 def test_family_in_the_suite(tmp_path, data_root, t5_dir):
+    from dataclasses import replace
+
     from dlmeval.baselines.unieval import UniEvalScorer, bool_qa_input
     from dlmeval.protocols.diffscore.meta_eval import (
         Suite,
@@ -87,14 +89,28 @@ def test_family_in_the_suite(tmp_path, data_root, t5_dir):
     got = Suite(opts, store).scores("BAGEL", frame)
     sc = UniEvalScorer(t5_dir, device="cpu")
     r = frame.iloc[0]
-    nat = _by_hand(t5_dir, bool_qa_input("data2text", "naturalness", r["candidate"]))
-    inf = max(
-        _by_hand(t5_dir, bool_qa_input("data2text", "informativeness", r["candidate"], ref))
-        for ref in r["targets"]
+    # UniEval's own rule (default): the tokenized text of its data files and the first reference only
+    nat = _by_hand(t5_dir, bool_qa_input("data2text", "naturalness", r["candidate_raw"]))
+    inf = _by_hand(
+        t5_dir, bool_qa_input("data2text", "informativeness", r["candidate_raw"], r["targets_raw"][0])
     )
+    assert len(set(r["targets_raw"])) > 1  # the first reference is a choice here
     assert got["unieval:naturalness"][0] == pytest.approx(nat, abs=1e-6)
     assert got["unieval:informativeness"][0] == pytest.approx(inf, abs=1e-6)
     assert got["unieval:overall"][0] == pytest.approx((nat + inf) / 2, abs=1e-6)
+    # the other reading: the best of the references, on the detokenized text; another run
+    other = replace(opts, unieval_refs="best", text_form="detok", benchmarks=("BAGEL",))
+    run_suite(other, store)
+    got_b = Suite(other, store).scores("BAGEL", frame)
+    inf_b = max(
+        _by_hand(t5_dir, bool_qa_input("data2text", "informativeness", r["candidate"], ref))
+        for ref in r["targets"]
+    )
+    assert got_b["unieval:informativeness"][0] == pytest.approx(inf_b, abs=1e-6)
+    assert (
+        Suite(other, store).component("unieval").run.run_id
+        != Suite(opts, store).component("unieval").run.run_id
+    )
     assert sc.pos_id != sc.neg_id
     res = rep.results
     assert set(res.loc[res["benchmark"] == "QAGS_XSUM", "metric"]) == {"unieval:fact", "unieval:mapped"}
@@ -106,6 +122,14 @@ def test_family_in_the_suite(tmp_path, data_root, t5_dir):
         for lab in rep.tables["d2t"].index
     )
     assert not any(lab.startswith("UniEval (absent") for lab in rep.tables["d2t"].index)  # it ran
+
+
+def test_unieval_refs_rule_is_checked():
+    from dlmeval.errors import InputError
+    from dlmeval.protocols.diffscore.meta_eval import SuiteOptions
+
+    with pytest.raises(InputError, match="--unieval-refs 'all': choose one of first, best"):
+        SuiteOptions(families=("unieval",), unieval_refs="all").check()
 
 
 def test_missing_checkpoint_is_one_line(tmp_path, data_root):

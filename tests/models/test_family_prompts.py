@@ -73,3 +73,63 @@ def test_bert_chat_prompt_ids_match_values_recorded_from_dllm():
         assert m.encode_chat(text) == case["prompt_ids"], case["messages"]
     first = rec["cases"][0]
     assert m.encode_chat(chat_formatter(m)(first["messages"][0]["content"])) == first["prompt_ids"]
+
+
+def test_bd3lm_pass_treats_pad_ids_in_the_prefix_as_dllm_does():
+    """dllm's BD3LM sampler marks every pad id before the current block as padding (the prompt's own pad ids and
+    the EOS = pad ids a finished block decoded); dlmeval's block passes build the same mask and positions
+    (tests/parity/dllm_bd3lm_prefix.json, recorded from dllm's _prepare_for_sampling)."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from dlmeval.models.base import block_causal_mask
+    from dlmeval.sampling.block import dllm_valid
+
+    rec = json.loads((Path(__file__).parent / "parity" / "dllm_bd3lm_prefix.json").read_text())
+    x = torch.tensor(rec["rows"])
+    start, block = rec["current_block_start"], rec["block_size"]
+    # dlmeval's layout marks only the left padding of the prompt as padding
+    layout = torch.ones_like(x)
+    layout[0, :4] = 0
+    layout[1, :3] = 0
+    valid = dllm_valid(x, layout, rec["pad_id"], start)
+    mask, pos = block_causal_mask(valid, x.shape, block)
+    real = valid.bool()
+    want = torch.tensor(rec["full_attention_mask"]).bool()
+    # queries that are tokens see exactly dllm's keys (a padded query sees itself in dlmeval, nothing in dllm)
+    assert torch.equal(mask[:, 0][real], want[real])
+    assert torch.equal(pos, torch.tensor(rec["full_position_ids"]))
+    pmask, ppos = block_causal_mask(valid[:, :start], (x.shape[0], start), block)
+    pwant = torch.tensor(rec["prefix_attention_mask"]).bool()
+    assert torch.equal(pmask[:, 0][real[:, :start]], pwant[real[:, :start]])
+    assert torch.equal(ppos, torch.tensor(rec["prefix_position_ids"]))
+    # without dllm's rule the pad ids inside would be tokens: the rule is what makes them equal
+    assert not torch.equal(block_causal_mask(layout, x.shape, block)[1], pos)
+
+
+def test_bd3lm_sampler_passes_drop_pad_ids_from_the_prefix():
+    """The sampler's block passes use that rule: a prompt holding the pad id reaches the network without it."""
+    from dlmeval.sampling.block import BlockDiffusionSampler
+    from dlmeval.sampling.config import SamplerConfig
+
+    m = load_diffusion("tiny-a2d-bd3lm", device="cpu")
+    seen = []
+    orig = m.logits_at
+
+    def spy(x, a, pos, **kw):
+        seen.append((x.clone(), a.clone(), kw.get("block_size")))
+        return orig(x, a, pos, **kw)
+
+    m.logits_at = spy
+    pad = m.pad_token_id
+    prompt = [4, pad, 59, 60, 61]
+    BlockDiffusionSampler(m, SamplerConfig(length=8, steps=8, seed=0)).sample([prompt])
+    x, a, block = seen[0]
+    assert block == m.block_size
+    cols = (x[0] == pad).nonzero().flatten().tolist()
+    assert cols and all(int(a[0, c]) == 0 for c in cols)  # left padding and the pad id inside: no token
+    assert (
+        int(a[0].sum()) == len(prompt) - 1 + m.block_size
+    )  # the prompt's other tokens and the current block

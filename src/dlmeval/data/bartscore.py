@@ -20,11 +20,12 @@ Text. SUM and D2T texts are tokenized in Penn-Treebank style (``team 's``, ``did
 before every punctuation mark; some hyphens split as ``0 - 0``) and "normal cased" as BARTScore put it: many system
 outputs were lowercased by their systems and BARTScore only re-capitalized sentence starts (``Paul merson has
 restarted his row with andros townsend``); that casing cannot be recovered and is left as it is. BARTScore itself
-detokenized every text with the Moses detokenizer before scoring. Here, with ``detokenize=True`` (the default) the
-``source``/``reference``/``references``/``candidate`` columns of SUM and D2T are detokenized with NLTK's
-``TreebankWordDetokenizer``, the inverse of the NLTK Treebank tokenizer that produced these texts (BARTScore's
-``utils.tokenize`` is ``nltk.word_tokenize``); unlike Moses it also rejoins ``n't`` and turns `````` / ``''``
-into ``"``. D2T meaning representations are never detokenized. The exact pickle text is always available in the
+detokenized every text with the Moses detokenizer before scoring (``SUM/utils.py``: ``MosesDetokenizer('en')``).
+Here, with ``detokenize=True`` (the default) the ``source``/``reference``/``references``/``candidate`` columns of
+SUM and D2T are detokenized with ``detokenizer="treebank"`` (default): NLTK's ``TreebankWordDetokenizer``, the inverse
+of the NLTK Treebank tokenizer that produced these texts (BARTScore's ``utils.tokenize`` is ``nltk.word_tokenize``);
+unlike Moses it also rejoins ``n't`` and turns `````` / ``''`` into ``"``; or ``detokenizer="moses"``: the Moses
+detokenizer as BARTScore used it (sacremoses, the Python port of Moses' ``detokenizer.perl``). D2T meaning representations are never detokenized. The exact pickle text is always available in the
 ``*_raw`` columns. WMT texts are untokenized natural text and are returned as they are.
 """
 
@@ -154,17 +155,31 @@ def bartscore_path(name: str, data_dir: str | os.PathLike | None = None) -> Path
     return paths.data_dir(data_dir) / resolve_bartscore_name(name).path
 
 
+#: ``detokenizer``: NLTK's Treebank detokenizer (the inverse of ``nltk.word_tokenize``, which made the pickles' text)
+#: or the Moses detokenizer BARTScore scored with (``SUM/utils.py`` ``MosesDetokenizer('en')`` of the package
+#: ``mosestokenizer``, which runs Moses' ``detokenizer.perl``; here its Python port ``sacremoses``)
+DETOKENIZERS = ("treebank", "moses")
+
+
 @functools.cache
-def _detokenizer() -> Callable[[list[str]], str]:
-    from nltk.tokenize.treebank import TreebankWordDetokenizer
+def _detokenizer(name: str = "treebank") -> Callable[[list[str]], str]:
+    if name == "treebank":
+        from nltk.tokenize.treebank import TreebankWordDetokenizer
 
-    return TreebankWordDetokenizer().detokenize
+        return TreebankWordDetokenizer().detokenize
+    if name == "moses":
+        from sacremoses import MosesDetokenizer
+
+        return MosesDetokenizer(lang="en").detokenize
+    raise InputError(f"unknown detokenizer {name!r}; choose one of {', '.join(DETOKENIZERS)}")
 
 
-def detokenize(text: str) -> str:
-    """Undo Penn-Treebank tokenization (``team 's 0-0 draw , did n't`` -> ``team's 0-0 draw, didn't``) with NLTK's
-    TreebankWordDetokenizer; casing is left alone."""
-    return _detokenizer()(text.split())
+def detokenize(text: str, detokenizer: str = "treebank") -> str:
+    """Undo Penn-Treebank tokenization; casing is left alone. ``treebank`` (NLTK's TreebankWordDetokenizer):
+    ``team 's 0-0 draw , did n't `` x ''`` -> ``team's 0-0 draw, didn't "x"``; ``moses`` (BARTScore's
+    ``MosesDetokenizer('en')``, through sacremoses): ``team's 0-0 draw, did n't `` x ''`` (Moses knows neither
+    ``n't`` nor the Treebank quotes)."""
+    return _detokenizer(detokenizer)(text.split())
 
 
 @functools.lru_cache(maxsize=16)
@@ -275,14 +290,16 @@ def _wmt_frame(b: BartScoreBenchmark, data: Mapping, path: Path) -> pd.DataFrame
     return pd.DataFrame.from_records(rows, columns=list(WMT_COLUMNS))
 
 
-def _text_frame(b: BartScoreBenchmark, data: Mapping, path: Path, detok: bool) -> pd.DataFrame:
+def _text_frame(
+    b: BartScoreBenchmark, data: Mapping, path: Path, detok: bool, detokenizer: str
+) -> pd.DataFrame:
     rows = _sum_rows(b, data, path) if b.task == "SUM" else _d2t_rows(b, data, path)
     memo: dict[str, str] = {}
 
     def dt(t: str) -> str:
         # the same article / reference recurs for every system: detokenize each distinct text once
         if t not in memo:
-            memo[t] = detokenize(t)
+            memo[t] = detokenize(t, detokenizer)
         return memo[t]
 
     records = []
@@ -307,7 +324,9 @@ def _text_frame(b: BartScoreBenchmark, data: Mapping, path: Path, detok: bool) -
 
 
 @functools.lru_cache(maxsize=32)
-def _frame(name: str, path: str, mtime_ns: int, size: int, detok: bool) -> pd.DataFrame:
+def _frame(
+    name: str, path: str, mtime_ns: int, size: int, detok: bool, detokenizer: str = "treebank"
+) -> pd.DataFrame:
     b = BARTSCORE_BENCHMARKS[name]
     data = _load_raw(path, mtime_ns, size)
     p = Path(path)
@@ -315,18 +334,23 @@ def _frame(name: str, path: str, mtime_ns: int, size: int, detok: bool) -> pd.Da
         raise DataFormatError(f"{p}: expected a non-empty dict at the top level, found {type(data).__name__}")
     if b.task == "WMT":
         return _wmt_frame(b, data, p)
-    return _text_frame(b, data, p, detok)
+    return _text_frame(b, data, p, detok, detokenizer)
 
 
 def load_bartscore(
-    name: str, data_dir: str | os.PathLike | None = None, *, detokenize: bool = True
+    name: str,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    detokenize: bool = True,
+    detokenizer: str = "treebank",
 ) -> pd.DataFrame:
     """One BARTScore meta-evaluation set as a DataFrame, in the pickle's order.
 
     SUM / D2T: one row per judged output, columns ``benchmark, task, item_id, doc_id, system, source, reference,
     references (tuple), candidate``, the same texts exactly as in the pickle in ``source_raw, reference_raw,
     references_raw, candidate_raw``, then one float column per human dimension (``BARTSCORE_BENCHMARKS[name]
-    .dimensions``). ``detokenize`` chooses whether the first group is detokenized (see the module docstring).
+    .dimensions``). ``detokenize`` chooses whether the first group is detokenized and ``detokenizer`` with which
+    (:data:`DETOKENIZERS`; see the module docstring).
     ``item_id`` is ``"{benchmark}/{doc_id}/{system}"`` (SUM) or ``"{benchmark}/{pickle key}"`` (D2T).
     ``references`` holds SummEval's 11 references, D2T's reference list (duplicates kept), or ``(reference,)``
     for the single-reference sets; ``reference`` is ``ref_summ`` (SUM) or the first reference (D2T).
@@ -337,6 +361,8 @@ def load_bartscore(
     Parsed files are cached in memory; every call returns a fresh copy of the frame.
     """
     b = resolve_bartscore_name(name)
+    if detokenizer not in DETOKENIZERS:
+        raise InputError(f"unknown detokenizer {detokenizer!r}; choose one of {', '.join(DETOKENIZERS)}")
     p = paths.data_dir(data_dir) / b.path
     if p.is_dir():
         raise InputError(
@@ -349,7 +375,7 @@ def load_bartscore(
             f"checkout with {b.task}/{b.name}/data.pkl) or point DLMEVAL_DATA / --data-dir at the data directory"
         )
     st = p.stat()
-    return _frame(b.name, str(p.resolve()), st.st_mtime_ns, st.st_size, bool(detokenize)).copy()
+    return _frame(b.name, str(p.resolve()), st.st_mtime_ns, st.st_size, bool(detokenize), detokenizer).copy()
 
 
 def load_all_bartscore(

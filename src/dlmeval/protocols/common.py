@@ -98,6 +98,21 @@ def write_tables(
     return d
 
 
+def with_data_note(
+    markdown: Callable[[str, pd.DataFrame], str], note: str, *, skip: Sequence[str] = ()
+) -> Callable[[str, pd.DataFrame], str]:
+    """``markdown`` with a line ``Data: note`` under every table (but those in ``skip``, which say it themselves),
+    so that each table, read alone, names the data it was computed on."""
+    if not note:
+        return markdown
+
+    def render(name: str, df: pd.DataFrame) -> str:
+        md = markdown(name, df)
+        return md if name in skip else md.rstrip("\n") + f"\n\nData: {note}\n"
+
+    return render
+
+
 def load_tables(store, run_id: str, order: Sequence[str]) -> dict[str, pd.DataFrame]:
     """The tables stored on a run, in ``order`` (names outside it are left out)."""
     run = store.get_run(run_id)

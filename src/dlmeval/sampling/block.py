@@ -4,7 +4,8 @@ the network run **block-causally** over the prompt, the finished blocks and the 
 Layout (dllm's ``_prepare_for_sampling``): the prompt is left-padded to a whole number of blocks, so block
 boundaries are physical columns shared by the batch (column ``j`` is in block ``j // B``); a query sees the keys
 of its own block and of every block before it, padding is neither query nor key, and position ids count each
-row's real tokens. The prompt's own blocks are block-causal too (as BD3LM trains). The columns after the current
+row's real tokens. As in dllm, padding is every column before the current block that holds the pad id
+(:func:`dllm_valid`): a pad id inside the prompt or decoded by a finished block is dropped from attention too. The prompt's own blocks are block-causal too (as BD3LM trains). The columns after the current
 block are not in the pass at all.
 
 The remasking sampler itself runs a block-diffusion family this way (:func:`block_setup`: it reads the model's
@@ -82,6 +83,17 @@ def block_layout(
             f"model's window of {model.max_length}; shorten the prompt or the length"
         )
     return model.pad(rows, length=width, side="left")
+
+
+def dllm_valid(ids: torch.Tensor, attn: torch.Tensor, pad_id: int, start: int) -> torch.Tensor:
+    """The columns a block-diffusion pass treats as tokens, as dllm's ``_prepare_for_sampling`` does
+    (``valid = x != pad_token_id``): before column ``start`` (the prompt and the finished blocks) a column holding
+    the pad id is padding (neither query nor key, no position), whether it was padding, a pad id inside the prompt
+    or a pad id a finished block decoded (Qwen's ``<|endoftext|>`` is both its pad and its EOS); the current block
+    from ``start`` on counts whole, as dllm builds its mask once at the block's start, when it is all masks."""
+    out = attn.clone()
+    out[:, :start] = out[:, :start] * (ids[:, :start] != int(pad_id)).to(out.dtype)
+    return out
 
 
 def _sampler_cls():

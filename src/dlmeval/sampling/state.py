@@ -61,8 +61,12 @@ class Batch:
         pos = (rr, self.gen_start[rows][rr] + sl.start + cc)
         kw = {}
         if self.block_causal is not None:  # block diffusion: the prompt, finished blocks and this block only
+            from dlmeval.sampling.block import dllm_valid
+
             end = int(self.gen_start[0]) + sl.stop  # prompts are padded to whole blocks: one start for all
             x, a = x[:, :end], a[:, :end]
+            # dllm's rule: a pad id before the current block is padding (in the prompt or decoded earlier)
+            a = dllm_valid(x, a, self.model.pad_token_id, int(self.gen_start[0]) + sl.start)
             kw["block_size"] = self.block_causal
         if self.soft is not None:
             emb = self.soft.embeds(self, rows, x)

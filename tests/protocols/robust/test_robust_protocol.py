@@ -143,6 +143,8 @@ def test_end_to_end_tables(tmp_path, arc_file, models):
     out = tmp_path / "out"
     for name in ("summary", "comparison", "accuracy", "aurdi", "calibration", "guard"):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists()
+        # every table, read alone, names where its tasks' items came from (here a file given in the spec)
+        assert f"\n\nData: arc_challenge: file {arc_file}\n" in (out / f"{name}.md").read_text(), name
     md = (out / "tables.md").read_text()
     if not acc["meaningful"].all():
         assert "n/m" in md and "Chance guard" in md

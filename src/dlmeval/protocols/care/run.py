@@ -134,7 +134,9 @@ def run_care(
         seed=spec.seed,
         announce=lambda model_spec: f"care: model {model_spec}",
         identities=metrics.identities(),
-        write=lambda tables, out, sig: write_tables(tables, out, header=f"Care sweep {spec.name}: {sig}"),
+        write=lambda tables, out, sig: write_tables(
+            tables, out, header=f"Care sweep {spec.name}: {sig}", data=data_note(spec)
+        ),
     )
     if shard is not None:
         return run_shard(hooks, plan, store, shard, models, command_line, say)
@@ -313,9 +315,19 @@ def _generator(
     return generate
 
 
-def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
-    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``."""
-    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=markdown, header=header)
+def data_note(spec) -> str:
+    """Where the prompts and MAUVE references of ``spec``'s tables came from: each generation source and its
+    corpus (the shipped stand-in, or the dataset with its held-out slice)."""
+    return "; ".join(f"{src}: {spec.corpus(src).describe()}" for src in spec.generation.sources)
+
+
+def write_tables(
+    tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "", data: str = ""
+) -> Path:
+    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``; ``data``
+    (:func:`data_note`) is named under every Markdown table (``published`` has its own ``data`` column)."""
+    md = common.with_data_note(markdown, data, skip=("published",))
+    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=md, header=header)
 
 
 def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:

@@ -109,15 +109,21 @@ def guard_notes(guard: pd.DataFrame | None) -> list[str]:
     return [n for n in guard["note"] if n]
 
 
-def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | Path, header: str = "") -> Path:
+def data_note(spec) -> str:
+    """Where each task's items came from (the shipped stand-in, a file or a dataset)."""
+    return "; ".join(f"{t.name}: {t.describe()}" for t in spec.tasks)
+
+
+def write_tables(
+    tables: Mapping[str, pd.DataFrame], out_dir: str | Path, header: str = "", data: str = ""
+) -> Path:
     """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, all of them (and the chance-guard notes) in
-    ``tables.md``."""
+    ``tables.md``; ``data`` (:func:`data_note`) is named under every Markdown table."""
     notes = guard_notes(tables.get("guard"))
     preface = ["**Chance guard.** " + " ".join(f"\n\n* {n}" for n in notes) + "\n"] if notes else []
     order = list(TABLE_ORDER) + [n for n in tables if n not in TABLE_ORDER]
-    return common.write_tables(
-        tables, out_dir, order=order, markdown=markdown, header=header, preface=preface
-    )
+    md = common.with_data_note(markdown, data)
+    return common.write_tables(tables, out_dir, order=order, markdown=md, header=header, preface=preface)
 
 
 def plot_reliability(reliability: pd.DataFrame, out_dir: str | Path) -> list[Path]:

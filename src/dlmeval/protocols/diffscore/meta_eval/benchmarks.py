@@ -76,6 +76,8 @@ class Benchmark:
     #: file is an error): the sets that come from ``dlmeval data import``
     optional: bool = False
     source_reader: Callable[[Benchmark, BenchmarkSource, int | None], tuple[pd.DataFrame, dict]] | None = None
+    #: its reader detokenizes tokenized text and takes ``detokenizer=`` (``--detokenizer``: the BARTScore pickles)
+    detokenizes: bool = False
 
     def present(self, data_dir: str | None = None) -> bool:
         try:
@@ -84,10 +86,17 @@ class Benchmark:
             return False
 
     def frame(
-        self, data_dir: str | None = None, limit: int | None = None, source: BenchmarkSource | None = None
+        self,
+        data_dir: str | None = None,
+        limit: int | None = None,
+        source: BenchmarkSource | None = None,
+        detokenizer: str | None = None,
     ) -> pd.DataFrame:
+        """The scoring frame; ``detokenizer`` (None: the reader's default) reaches readers that detokenize."""
         if source is not None:
             return self.read_source(source, limit)[0]
+        if detokenizer is not None and self.detokenizes:
+            return self.reader(self, data_dir, limit, detokenizer=detokenizer)
         return self.reader(self, data_dir, limit)
 
     def read_source(self, source: BenchmarkSource, limit: int | None = None) -> tuple[pd.DataFrame, dict]:
@@ -164,7 +173,11 @@ def task_groups(suite: str) -> dict[str, tuple[str, ...]]:
 
 # ---------------------------------------------------------------------------------------------- frames
 def scoring_frame(
-    name: str, data_dir: str | None = None, limit: int | None = None, source: BenchmarkSource | None = None
+    name: str,
+    data_dir: str | None = None,
+    limit: int | None = None,
+    source: BenchmarkSource | None = None,
+    detokenizer: str | None = None,
 ) -> pd.DataFrame:
     """One row per scored output of benchmark ``name``, in file order.
 
@@ -173,11 +186,13 @@ def scoring_frame(
     the output was made from: article, meaning representation, or WMT foreign-language source), ``cond_source``
     (what DiffScore and the s2h/h2s directions condition on: the source, or the reference translation for WMT),
     ``targets`` (the texts reference-based metrics compare with: the references, or the source for the factuality
-    sets), ``has_reference``, ``candidate``, ``candidate_raw`` and ``targets_raw`` (the same texts as in the data file,
+    sets), ``has_reference``, ``candidate``, ``candidate_raw``, ``source_raw`` (outputs sets) and ``targets_raw`` (the
+    same texts as in the data file,
     before detokenization: BARTScore's pickles are tokenized), then the human dimensions (pairwise sets: ``pair_id``, ``side``).
-    ``source``: read from a dataset instead of the benchmark's file.
+    ``source``: read from a dataset instead of the benchmark's file. ``detokenizer``: how a tokenized data file is
+    detokenized (:data:`dlmeval.data.bartscore.DETOKENIZERS`; None: Treebank).
     """
-    return get_benchmark(name).frame(data_dir, limit, source)
+    return get_benchmark(name).frame(data_dir, limit, source, detokenizer)
 
 
 def _content_digest(*texts: str) -> str:
@@ -226,9 +241,11 @@ def _limit_rows(df: pd.DataFrame, whole_docs: bool, limit: int | None) -> pd.Dat
     return df[df["doc_id"].isin(keep)]
 
 
-def read_bartscore_outputs(b: Benchmark, data_dir: str | None, limit: int | None) -> pd.DataFrame:
+def read_bartscore_outputs(
+    b: Benchmark, data_dir: str | None, limit: int | None, detokenizer: str = "treebank"
+) -> pd.DataFrame:
     """SUM / D2T ``data.pkl``: one row per judged output (see :func:`dlmeval.data.bartscore.load_bartscore`)."""
-    return _outputs_frame(b, load_bartscore(b.name, data_dir), limit)
+    return _outputs_frame(b, load_bartscore(b.name, data_dir, detokenizer=detokenizer), limit)
 
 
 def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.DataFrame:
@@ -253,6 +270,7 @@ def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.Data
             "candidate": df["candidate"],
             # the texts before detokenization, for the metrics BARTScore gave them to (ROUGE, see the lexical family)
             "candidate_raw": df["candidate_raw" if raw else "candidate"],
+            "source_raw": df["source_raw" if raw else "source"],
             "targets_raw": refs_raw
             if b.has_reference
             else [(s,) for s in df["source_raw" if raw else "source"]],
@@ -264,7 +282,8 @@ def _outputs_frame(b: Benchmark, df: pd.DataFrame, limit: int | None) -> pd.Data
 
 
 def read_bartscore_pairs(b: Benchmark, data_dir: str | None, limit: int | None) -> pd.DataFrame:
-    """WMT DARR ``data.pkl``: two rows (better, worse) per judged pair; DiffScore conditions on the reference."""
+    """WMT DARR ``data.pkl``: two rows (better, worse) per judged pair; DiffScore conditions on the reference
+    (WMT text is not tokenized: no ``detokenizer``)."""
     return _pairs_frame(b, load_bartscore(b.name, data_dir), limit)
 
 
@@ -323,5 +342,6 @@ for _s in BARTSCORE_BENCHMARKS.values():
             ft_pool=_s.task == "SUM" and not _s.reference_is_source,  # SummEval, Newsroom, REALSumm
             optional=not _s.shipped,
             source_reader=read_bartscore_source,
+            detokenizes=_s.task != "WMT",
         )
     )

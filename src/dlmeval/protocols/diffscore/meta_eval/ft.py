@@ -66,7 +66,9 @@ class DiffScoreFTFamily(DiffScoreFamily):
                 load_base=self._load,
                 load=self._load,
                 # training never depends on --limit
-                frame_of=lambda name: scoring_frame(name, o.data_dir, None, o.source_for(name)),
+                frame_of=lambda name: scoring_frame(
+                    name, o.data_dir, None, o.source_for(name), o.resolved_detokenizer
+                ),
                 pool=self.pool(),
                 seed=o.seed,
                 progress=o.progress,

@@ -60,8 +60,9 @@ class SuiteInputs:
     def frame(self, name: str) -> pd.DataFrame:
         """The scoring frame of a benchmark under this suite's ``limit`` (built once)."""
         if name not in self._frames:
+            o = self.opts
             self._frames[name] = scoring_frame(
-                name, self.opts.data_dir, self.opts.limit, self.plan.source(name)
+                name, o.data_dir, o.limit, self.plan.source(name), o.resolved_detokenizer
             )
         return self._frames[name]
 

@@ -44,6 +44,8 @@ class SuiteOptions:
     # the lexical family's ROUGE (``--rouge-impl``): "rouge-score" (Google's reimplementation) or "rouge155" (the
     # ROUGE-1.5.5 Perl script with BARTScore's options, dlmeval.baselines.rouge155)
     rouge_impl: str = "rouge-score"
+    # rouge155's WordNet exception lists (``--rouge-wordnet``): "empty" (BARTScore's numbers) or "2.0" (built in)
+    rouge_wordnet: str = "empty"
     # several references (SummEval's 11): how ROUGE's and BERTScore's per-reference P / R / F combine
     # (``--ref-agg``). "mean": BARTScore's SUM/score.py at the commit of the shipped pickles (it averages every metric
     # over the references); the DiffScore paper names no rule; "max": the best reference
@@ -52,6 +54,11 @@ class SuiteOptions:
     # (SUM/score.py: ROUGE the tokenized text lower-cased, BERTScore and MoverScore the tokenized text as it is; the
     # DiffScore paper is silent, so BARTScore's is the default); "detok": the detokenized text for every metric
     text_form: str = "bartscore"
+    # how the tokenized pickle text is detokenized for the metrics that read detokenized text (``--detokenizer``):
+    # "treebank" (NLTK's TreebankWordDetokenizer, the inverse of the tokenizer that made the pickles) or "moses"
+    # (BARTScore's SUM/utils.py MosesDetokenizer('en'), through sacremoses); None: the protocol's (paper: treebank,
+    # the paper names none; bartscore: moses, BARTScore's own)
+    detokenizer: str | None = None
     # the CPU-demo encoder of the embedding family (BERTScore when roberta-large is not on this machine, MoverScore
     # when no --moverscore-model is given); default: the shipped all-MiniLM-L6-v2
     encoder: str | None = None
@@ -72,6 +79,9 @@ class SuiteOptions:
     # the supervised / LLM-judge baselines (each off by default; --metrics NAME runs it): a checkpoint directory or
     # hub id, None: the published checkpoint from the Hugging Face cache (fetched only with allow_download)
     unieval_model: str | None = None  # MingZhong/unieval-sum (summarization, data-to-text)
+    # UniEval's one reference (relevance, informativeness): "first" (its evaluator reads one; its D2T files hold
+    # BARTScore's ref_summs[0]) or "best" (the best-scoring reference)
+    unieval_refs: str = "first"
     unieval_fact_model: str | None = None  # MingZhong/unieval-fact (Rank19, QAGS)
     alignscore_model: str | None = None  # an AlignScore checkpoint (.ckpt) or a converted directory
     alignscore_base: str | None = None  # the RoBERTa it was trained from (default roberta-large)
@@ -114,6 +124,14 @@ class SuiteOptions:
     trust_remote_code: bool = False
     allow_download: bool = False  # model specs may be hub ids (needs internet)
     progress: bool = True
+
+    @property
+    def resolved_detokenizer(self) -> str:
+        """``detokenizer``, or the suite protocol's default (``bartscore``: Moses, as BARTScore's ``SUM/utils.py``;
+        ``paper``: Treebank)."""
+        if self.detokenizer is not None:
+            return self.detokenizer
+        return "moses" if self.protocol == "bartscore" else "treebank"
 
     def selected_families(self) -> tuple[str, ...]:
         """The ``--metrics`` families (the registered defaults when none were given)."""
@@ -206,7 +224,22 @@ class SuiteOptions:
             raise InputError(f"unknown metric family {bad}; choose from {', '.join(known)}")
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
+        self._check_detokenizer()
         self.resolved_benchmarks()
+
+    def _check_detokenizer(self) -> None:
+        from dlmeval.data.bartscore import DETOKENIZERS
+
+        if self.detokenizer is not None and self.detokenizer not in DETOKENIZERS:
+            raise InputError(f"--detokenizer {self.detokenizer!r}: choose one of {', '.join(DETOKENIZERS)}")
+        if self.resolved_detokenizer == "moses":
+            import importlib.util
+
+            if importlib.util.find_spec("sacremoses") is None:
+                raise InputError(
+                    "--detokenizer moses needs the package sacremoses: pip install 'sacremoses>=0.1.1,<0.3' "
+                    "(or choose --detokenizer treebank)"
+                )
 
     def check(self) -> None:
         known = family_names()
@@ -226,10 +259,23 @@ class SuiteOptions:
 
         if self.rouge_impl not in ROUGE_IMPLS:
             raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
+        from dlmeval.baselines.rouge155 import EXCEPTION_LISTS
+
+        if self.rouge_wordnet not in EXCEPTION_LISTS:
+            raise InputError(
+                f"--rouge-wordnet {self.rouge_wordnet!r}: choose one of {', '.join(EXCEPTION_LISTS)}"
+            )
+        if self.rouge_wordnet != "empty" and self.rouge_impl != "rouge155":
+            raise InputError(
+                "--rouge-wordnet applies to --rouge-impl rouge155 only; add --rouge-impl rouge155"
+            )
         if self.ref_agg not in REF_AGGS:
             raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
         if self.text_form not in TEXT_FORMS:
             raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
+        self._check_detokenizer()
+        if self.unieval_refs not in ("first", "best"):
+            raise InputError(f"--unieval-refs {self.unieval_refs!r}: choose one of first, best")
         if self.prompt not in ("auto", "none"):
             raise InputError(f"prompt policy must be 'auto' or 'none', got {self.prompt!r}")
         if self.ci_protocols not in ("primary", "all"):

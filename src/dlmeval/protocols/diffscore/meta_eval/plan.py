@@ -97,9 +97,31 @@ def _present(spec: str | None, hub_ids: tuple[str, ...]) -> tuple[str, str]:
     return hub_ids[0], "no (not in the hub cache: --allow-download or a local copy)"
 
 
+def plan_settings(opts) -> list[dict[str, Any]]:
+    """The text and reference rules the run applies, each with its option and where its default comes from."""
+    return [
+        {"setting": "suite protocol", "option": "--protocol", "value": opts.protocol},
+        {"setting": "text each metric reads", "option": "--text-form", "value": opts.text_form},
+        {
+            "setting": "detokenizer",
+            "option": "--detokenizer",
+            "value": opts.resolved_detokenizer
+            + ("" if opts.detokenizer else f" (the default under --protocol {opts.protocol})"),
+        },
+        {"setting": "several references", "option": "--ref-agg", "value": opts.ref_agg},
+        {"setting": "ROUGE implementation", "option": "--rouge-impl", "value": opts.rouge_impl},
+        {
+            "setting": "ROUGE-1.5.5 WordNet exceptions",
+            "option": "--rouge-wordnet",
+            "value": opts.rouge_wordnet,
+        },
+        {"setting": "UniEval reference", "option": "--unieval-refs", "value": opts.unieval_refs},
+    ]
+
+
 def plan_tables(plan: MetaEvalPlan) -> dict[str, list[dict[str, Any]]]:
-    """``{"cells": [...], "checkpoints": [...]}``: one record per (benchmark, dimension, family) and per
-    (family, checkpoint), of the ``--metrics`` families."""
+    """``{"cells": [...], "checkpoints": [...], "settings": [...]}``: one record per (benchmark, dimension,
+    family) and per (family, checkpoint) of the ``--metrics`` families, and per text / reference rule."""
     opts = plan.opts
     benches = plan.benchmarks
     families = [n for n in opts.selected_families() if n in METRIC_FAMILIES]
@@ -163,15 +185,19 @@ def plan_tables(plan: MetaEvalPlan) -> dict[str, list[dict[str, Any]]]:
             )
         for what, why in cls.tools(opts):
             ckpts.append({"family": fam_name, "checkpoint": what, "option": "-", "uses": "-", "present": why})
-    return {"cells": cells, "checkpoints": ckpts}
+    return {"cells": cells, "checkpoints": ckpts, "settings": plan_settings(opts)}
 
 
 def plan_markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
     import pandas as pd
 
     out = []
-    for name, title in (("cells", "cells each row fills"), ("checkpoints", "checkpoints and tools")):
-        df = pd.DataFrame(tables[name])
+    for name, title in (
+        ("cells", "cells each row fills"),
+        ("checkpoints", "checkpoints and tools"),
+        ("settings", "text and reference rules"),
+    ):
+        df = pd.DataFrame(tables.get(name, []))
         out.append(f"## {title}\n\n" + (df.to_markdown(index=False) if len(df) else "(none)") + "\n")
     return "\n".join(out)
 

@@ -91,6 +91,7 @@ def _report(suite: Suite, opts: SuiteOptions, store, out_dir, command_line) -> S
             # the suite protocol decides the primary rows and the paper tables: a bartscore run is another summary
             # run (written only when it is not the default, so the default's run ids stay)
             **({"protocol": opts.protocol} if opts.protocol != "paper" else {}),
+            **({"detokenizer": d} if (d := opts.resolved_detokenizer) != "treebank" else {}),
         },
         [c.run.signature.models[0] for c in suite.components.values() if c.run.signature.models],
         {n: df if isinstance(df.index, pd.RangeIndex) else df.reset_index() for n, df in all_tables.items()},

@@ -103,10 +103,13 @@ class Suite:
 
     # ------------------------------------------------------------------ runs
     def open_run(self, kind: str, config: dict, models: list) -> Any:
-        """Open (or resume) a component's run: the suite version, the seed and the command line are added."""
-        return self.store.open_run(
-            kind, {"suite_version": SUITE_VERSION, **config}, models, self.opts.seed, self.command_line
-        )
+        """Open (or resume) a component's run: the suite version, the seed and the command line are added, and the
+        detokenizer of the texts where it is not Treebank (so that the default's run ids stay)."""
+        detok = self.opts.resolved_detokenizer
+        config = {"suite_version": SUITE_VERSION, **config}
+        if detok != "treebank":
+            config["detokenizer"] = detok
+        return self.store.open_run(kind, config, models, self.opts.seed, self.command_line)
 
     def family(self, name: str) -> MetricFamily:
         """The family instance of this suite (its run is opened on first use of ``.run``)."""

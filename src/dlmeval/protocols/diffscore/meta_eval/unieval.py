@@ -5,8 +5,12 @@ the column.
 Checkpoints: ``--unieval-model`` (default ``MingZhong/unieval-sum``, for summarization and data-to-text) and
 ``--unieval-fact-model`` (default ``MingZhong/unieval-fact``, for Rank19 / QAGS), each read from a directory or
 the Hugging Face cache (fetched only with ``--allow-download``). Not for WMT (UniEval has no MT evaluator).
-Relevance / informativeness compare with the references; with several, the best one counts (the suite's one rule
-for every reference-based baseline).
+Relevance / informativeness compare with ONE reference, as UniEval's evaluator reads one (``metric/evaluator.py``
+``data[i]['reference']``): ``--unieval-refs first`` (default) the first, which is the reference UniEval's own data
+files hold (``reproduce/data/data2text/sfhot.json`` / ``sfres.json`` at maszhongming/UniEval@d33e7b6: for all 875 /
+1,181 items BARTScore's ``ref_summs[0]``); ``best``: the best-scoring reference. Text: under ``--text-form bartscore``
+(default) the tokenized pickle text, which is the text of UniEval's data files (SFHOT, SFRES, QAGS-CNN, QAGS-XSum:
+every output and source equals the pickle's); ``detok``: the detokenized text.
 """
 
 from __future__ import annotations
@@ -62,6 +66,12 @@ class UniEvalFamily(MetricFamily):
     needs = "--unieval-model DIR (MingZhong/unieval-sum), --unieval-fact-model DIR, or --allow-download"
     options_title = "UniEval"
     options = (
+        FamilyOption(
+            "--unieval-refs",
+            metavar="RULE",
+            help="UniEval's reference for relevance / informativeness: first (default; UniEval's evaluator reads one "
+            "reference, and its data-to-text files hold the first) or best (the best-scoring of the references)",
+        ),
         FamilyOption(
             "--unieval-model",
             metavar="SPEC",
@@ -127,7 +137,8 @@ class UniEvalFamily(MetricFamily):
             "sentence_level": sorted(f"{t}/{d}" for t, d in SENTENCE_LEVEL),
             "sentence_splitter": splitter_name(),
             "max_length": 1024,
-            "multi_reference": "best reference",
+            "multi_reference": "first reference" if self.opts.unieval_refs == "first" else "best reference",
+            "text": "tokenized" if self.opts.text_form == "bartscore" else "detokenized",
         }
 
     def models(self) -> list[Any]:
@@ -136,20 +147,30 @@ class UniEvalFamily(MetricFamily):
     def metrics(self, bench) -> list[str]:
         return [metric_id(t, d) for t, d in self._pairs(bench)] if self.applies(bench) else []
 
+    def _texts(self, row) -> tuple[str, str, tuple[str, ...]]:
+        """(candidate, source, distinct targets) as UniEval reads them: the tokenized text of its data files under
+        ``--text-form bartscore`` (the frame's ``*_raw`` columns), else the detokenized text."""
+        if self.opts.text_form == "bartscore" and "candidate_raw" in row.index:
+            src = row["source_raw"] if "source_raw" in row.index else row["source"]
+            return row["candidate_raw"], src, tuple(dict.fromkeys(row["targets_raw"]))
+        return row["candidate"], row["source"], tuple(dict.fromkeys(row["targets"]))
+
     def _dimension(self, sc, task, dim, rows) -> list[float]:
         from dlmeval.baselines.unieval import QUESTIONS
 
-        cands = [r["candidate"] for r in rows]
+        texts = [self._texts(r) for r in rows]
+        cands = [t[0] for t in texts]
         kind = QUESTIONS[(task, dim)][3]
         if kind is None:
             return sc.dimension_scores(task, dim, cands, [None] * len(cands))
         if kind == "src":
-            return sc.dimension_scores(task, dim, cands, [r["source"] for r in rows])
+            return sc.dimension_scores(task, dim, cands, [t[1] for t in texts])
         owner, outs, ctx = [], [], []
-        for i, r in enumerate(rows):
-            for ref in dict.fromkeys(r["targets"]):
+        first = self.opts.unieval_refs == "first"
+        for i, (cand, _, targets) in enumerate(texts):
+            for ref in targets[:1] if first else targets:
                 owner.append(i)
-                outs.append(r["candidate"])
+                outs.append(cand)
                 ctx.append(ref)
         got = sc.dimension_scores(task, dim, outs, ctx)
         best = [float("-inf")] * len(rows)
