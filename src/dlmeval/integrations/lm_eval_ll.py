@@ -20,7 +20,7 @@ request plumbing of :mod:`dlmeval.integrations.lm_eval`.
 checks normalise over. ``tokenizer`` (the default) leaves the padded vocabulary rows past the tokenizer out, as every
 dlmeval likelihood does; ``family`` takes the rule of the family's own likelihood code (``Family.likelihood_vocab``:
 every row for LLaDA, Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy`` over the raw logits), so
-``likelihood=llada vocab=family`` is LLaDA's harness without the one shim ``tests/test_llada_harness.py`` records.
+``likelihood=llada vocab=family`` is LLaDA's harness without the one shim ``tests/parity/test_llada_harness.py`` records.
 The DiffScore estimator refuses any but ``tokenizer``.
 
 Every estimate's draws come from a generator seeded by (run seed, request id), so a request's value does not depend

@@ -16,7 +16,7 @@ from dlmeval.models import tiny_model
 from dlmeval.models.base import length_sorted_batches
 from dlmeval.scoring.core import MaskedRow, iter_scores, score_rows
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "dlmeval"
+SRC = Path(__file__).resolve().parents[2] / "src" / "dlmeval"
 
 
 @pytest.fixture(scope="module", params=["llada", "dream"])

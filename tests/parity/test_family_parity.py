@@ -1,6 +1,6 @@
 """Parity as tests (#34): dlmeval's generated tokens and log-likelihoods on the LLaDA, Dream and A2D stand-ins equal
 values recorded from each family's own code (tests/parity/family_outputs.json says what ran, at which commit, and
-why every draw is deterministic; LLaDA's log-likelihood parity is tests/test_llada_harness.py)."""
+why every draw is deterministic; LLaDA's log-likelihood parity is tests/parity/test_llada_harness.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dlmeval.models import load_diffusion
 from dlmeval.sampling.config import SamplerConfig
 from dlmeval.sampling.sampler import RemaskingSampler
 
-REC = json.loads((Path(__file__).parent / "parity" / "family_outputs.json").read_text())
+REC = json.loads((Path(__file__).parent / "family_outputs.json").read_text())
 STRATEGY = {"low_confidence": "none", "entropy": "entropy", "maskgit_plus": "maskgit"}
 
 
