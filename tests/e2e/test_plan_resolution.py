@@ -71,12 +71,11 @@ def test_care_run_resolves_each_source_once(tmp_path, monkeypatch):
     """A Care run of two models over two corpora with GSM8K and ARC looks each corpus up once
     (``CareSpec.corpus``), reads each corpus file once (prompts for both models and the MAUVE references come from
     that one read) and loads each downstream task once (the data digest, the units and the ARC scoring share it)."""
-    from test_care import make_data
-
     from dlmeval.data import tasks as data_tasks
     from dlmeval.protocols import care
     from dlmeval.protocols.care import data as care_data
     from dlmeval.protocols.care.spec import CareSpec
+    from tests.protocols.care.test_care import make_data
 
     data = make_data(tmp_path / "data")
     p = tmp_path / "plan.toml"
@@ -100,9 +99,8 @@ def test_care_run_resolves_each_source_once(tmp_path, monkeypatch):
 def test_care_plan_is_resolved_once_and_kept(tmp_path):
     """The plan holds what it resolved; a run given the plan reads nothing the plan has read already, and a plan
     refuses another data directory than its own."""
-    from test_care import make_data
-
     from dlmeval.protocols import care
+    from tests.protocols.care.test_care import make_data
 
     data = make_data(tmp_path / "data")
     p = tmp_path / "plan.toml"
@@ -163,10 +161,9 @@ def test_robust_cli_run_reads_each_task_once(tmp_path, monkeypatch, capsys):
     """``dlmeval robust SPEC`` on two sourced tasks reads each task's rows once: the check before the store opens
     and the run of both models share the plan's read (before the plan: twice, once for the check, once for the
     run)."""
-    from test_hub_protocols import build_sets
-
     from dlmeval.cli.main import main
     from dlmeval.protocols.robust import evaluate
+    from tests.e2e.test_hub_protocols import build_sets
 
     sets = build_sets(tmp_path / "sets")
     p = tmp_path / "robust.toml"
@@ -256,12 +253,11 @@ def test_leaderboard_rows_share_one_read_of_the_corpus(tmp_path, monkeypatch):
     """care-leaderboard resolves every row's Care plan at once (:func:`resolve_leaderboard`), sharing their reads:
     running the plan looks no corpus up in a spec, and reads the corpus once for both diffusion rows and the AR row
     (prompts and MAUVE references alike)."""
-    from test_care import make_data
-
     from dlmeval.data import tasks as data_tasks
     from dlmeval.protocols.care.leaderboard import load_leaderboard, resolve_leaderboard, run_leaderboard
     from dlmeval.protocols.care.plan import CareOptions
     from dlmeval.protocols.care.spec import CareSpec
+    from tests.protocols.care.test_care import make_data
 
     data = make_data(tmp_path / "data")
     p = tmp_path / "lb.toml"

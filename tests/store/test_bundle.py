@@ -413,7 +413,7 @@ def test_shard_jobs_merge_into_the_run_one_job_writes(care_tiny, tmp_path, data_
 
 @pytest.mark.slow
 def test_leaderboard_site_renders_in_chromium_with_status_flags(care_tiny, tmp_path, data_root, capsys):
-    from test_report import DomSections, chromium_exe, network_urls, page_requests, run_chromium
+    from tests.report.test_report import DomSections, chromium_exe, network_urls, page_requests, run_chromium
 
     path, runs = care_tiny
     store = tmp_path / "s.sqlite"

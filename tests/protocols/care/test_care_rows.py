@@ -56,10 +56,9 @@ def test_leaderboard_reports_the_longest_humaneval():
 
 
 def test_prompts_per_seed_and_mauve_samples(tmp_path):
-    from test_care import make_data
-
     from dlmeval.models import tiny_model
     from dlmeval.protocols.care.plan import CareOptions, resolve
+    from tests.protocols.care.test_care import make_data
 
     def cell_prompts(spec, model, data):
         return resolve(spec, CareOptions(data)).prompts(model)
@@ -83,11 +82,10 @@ def test_prompts_per_seed_and_mauve_samples(tmp_path):
 
 def test_downstream_only_spec_loads_no_evaluator(tmp_path, monkeypatch):
     """care-instruct's shape: no corpus, GSM8K only; the PPL / MAUVE models are never loaded."""
-    from test_care import make_data
-
     from dlmeval.protocols import care
     from dlmeval.protocols.care import metrics as cm
     from dlmeval.store import RunStore
+    from tests.protocols.care.test_care import make_data
 
     def refuse(*a, **k):
         raise AssertionError("the evaluator was loaded")
