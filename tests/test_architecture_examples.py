@@ -23,12 +23,13 @@ KINDS = (
     "task",
     "benchmark",
     "metric family",
+    "analysis",
     "probe",
     "report section",
     "command",
 )
 #: the blocks that load a model or run a protocol (5 to 15 s each on two cores): the slow suite
-SLOW = {"strategy", "model family", "benchmark", "metric family", "probe", "toy family"}
+SLOW = {"strategy", "model family", "benchmark", "metric family", "analysis", "probe", "toy family"}
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
