@@ -235,9 +235,8 @@ __all__ = [
     "renderers",
 ]
 
-if (
-    __name__ == "__main__"
-):  # `python -m dlmeval.report.registry`: read the registry the package filled, not this copy's
+# `python -m dlmeval.report.registry`: read the registry the package filled, not this __main__ copy's (empty)
+if __name__ == "__main__":
     from dlmeval.report.registry import registry_markdown as _markdown
 
     print(_markdown(), end="")
