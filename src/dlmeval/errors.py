@@ -28,3 +28,8 @@ class StoreError(DlmevalError):
 
 class SandboxError(DlmevalError):
     """Generated code cannot be run with the isolation the sandbox promises (and the caller did not opt out)."""
+
+
+class ParallelError(DlmevalError):
+    """Ranks of one job disagree (signature, command, input files) or a collective failed or timed out
+    (:mod:`dlmeval.parallel`)."""

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from dlmeval.models import load_diffusion
-from dlmeval.models.checks import check_attention, run_checks
+from dlmeval.models.checks import check_attention
+from dlmeval.sampling.checks import run_checks
 
 
 def test_a_block_model_that_leaks_across_blocks_fails_check_model():

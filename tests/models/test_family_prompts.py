@@ -85,7 +85,7 @@ def test_bd3lm_pass_treats_pad_ids_in_the_prefix_as_dllm_does():
     import torch
 
     from dlmeval.models.base import block_causal_mask
-    from dlmeval.sampling.block import dllm_valid
+    from dlmeval.sampling.block_causal import dllm_valid
 
     rec = json.loads((Path(__file__).parent / "parity" / "dllm_bd3lm_prefix.json").read_text())
     x = torch.tensor(rec["rows"])

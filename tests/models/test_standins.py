@@ -14,9 +14,10 @@ import torch
 from dlmeval.cli.main import main
 from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import load_diffusion, tiny_model
-from dlmeval.models.checks import check_alignment, check_mask, run_checks
+from dlmeval.models.checks import check_alignment, check_mask
 from dlmeval.models.standins import standin_checkpoint
 from dlmeval.models.tokens import special_ids_from_files
+from dlmeval.sampling.checks import run_checks
 
 TEXTS = ["the cat sat on the big red house .", "a dog", "paris is the capital of france", "one two three"]
 
@@ -377,7 +378,7 @@ def test_check_model_fails_a_dream_config_and_tokenizer_without_a_mask(tmp_path)
 
 def test_sampler_row_compares_at_several_steps_and_catches_an_inherited_top_k(dream, monkeypatch):
     """One step hides a top-k filter (every position is decoded at once, by argmax); more steps show it."""
-    from dlmeval.models.checks import SAMPLER_STEPS, check_sampler
+    from dlmeval.sampling.checks import SAMPLER_STEPS, check_sampler
 
     good = check_sampler(dream)
     assert good.passed and good.value == 1.0 and len(SAMPLER_STEPS) >= 3
@@ -398,7 +399,7 @@ def test_sampler_row_compares_at_several_steps_and_catches_an_inherited_top_k(dr
 def test_sampler_row_reports_what_plain_keywords_inherit(tmp_path):
     d = _broken_copy("dream", tmp_path, top_k=2)  # a model config carrying a legacy generation default
     m = load_diffusion(f"dream:{d}", trust_remote_code=True)
-    from dlmeval.models.checks import check_sampler
+    from dlmeval.sampling.checks import check_sampler
 
     row = check_sampler(m)
     assert row.passed  # dlmeval reproduces the explicit call (top_k=None)

@@ -1,6 +1,6 @@
 """`dlmeval check-model SPEC`: a one-minute self-test of a diffusion checkpoint before spending GPU-hours on it.
 
-Loads the model the way every command does and runs :func:`dlmeval.models.checks.run_checks`: special ids
+Loads the model the way every command does and runs :func:`dlmeval.sampling.checks.run_checks`: special ids
 against the tokenizer, the logit alignment, vocabulary padding, batch and padding invariance, the gradient path
 and, where the checkpoint ships its own sampler, a comparison with it. Prints a pass/fail table with the numbers
 (``--json``: the rows); exit code 1 when a check fails.
@@ -34,7 +34,8 @@ def run(args) -> int:
     import time
 
     from dlmeval.models import load_diffusion
-    from dlmeval.models.checks import as_records, run_checks
+    from dlmeval.models.checks import as_records
+    from dlmeval.sampling.checks import run_checks
 
     t0 = time.perf_counter()
     model = load_diffusion(args.spec, seed=args.seed, **model_kwargs(args))

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dlmeval.errors import DlmevalError, InputError
+from dlmeval.errors import InputError, ParallelError
 from dlmeval.store import jsonsafe
 from dlmeval.store.shard import rank_and_world_size, shard
 
@@ -33,10 +33,6 @@ TIMEOUT_ENV = "DLMEVAL_DIST_TIMEOUT"
 #: two hours: a collective also waits for the slowest rank (a long D-GCG item, rank 0 training a DiffScore-FT
 #: adapter the others then receive); a rank that died is noticed at once under torchrun, which stops the job
 DEFAULT_TIMEOUT_S = 7200.0
-
-
-class ParallelError(DlmevalError):
-    """Ranks of one job disagree (signature, command) or a collective failed or timed out."""
 
 
 def _timeout_from_env() -> float:

@@ -18,6 +18,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from dlmeval.errors import ParallelError
+
 #: options whose values are written, not read (and may differ or not exist yet)
 OUTPUT_OPTIONS = frozenset({"--store", "--out", "--output", "-o", "--ft-dir"})
 
@@ -117,12 +119,10 @@ def compare(per_rank: Sequence[dict[str, list[str]]]) -> str | None:
 
 
 def agree_inputs(ctx, argv: Sequence[str]) -> None:
-    """Collective: raise :class:`~dlmeval.parallel.context.ParallelError` on every rank unless every rank's inputs
+    """Collective: raise :class:`~dlmeval.errors.ParallelError` on every rank unless every rank's inputs
     have the same content."""
     if not ctx.distributed:
         return
-    from dlmeval.parallel.context import ParallelError
-
     message = compare(ctx.all_gather(local_inputs(argv)))
     if message is not None:
         raise ParallelError(message)

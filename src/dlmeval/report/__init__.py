@@ -17,6 +17,13 @@ from dlmeval.report.html import build_report, collect, run_figures
 from dlmeval.report.leaderboard import leaderboard_frame, write_leaderboard
 from dlmeval.report.registry import REGISTRY, Omit, Section, register, renderers
 
+# the shipped sections register themselves on import, in this order (a run's sections keep it); registry.py is the
+# leaf they import and imports none of them (#35)
+# isort: off
+from dlmeval.report import sections_robustness, sections_sampling, sections_scoring  # noqa: F401
+from dlmeval.report import sections_analyses  # noqa: F401
+# isort: on
+
 __all__ = [
     "REGISTRY",
     "Omit",

@@ -28,6 +28,19 @@ import pandas as pd
 
 MISSING = "–"
 MAX_ROWS = 40
+#: short column-header tags of the meta-eval correlation protocols (protocols/diffscore/paper_protocols.py
+#: defines the protocols and reads these; the report layer keeps them, as it never imports a protocol, #35)
+PROTOCOL_TAGS: dict[str, str] = {
+    "doc_spearman": "rho doc-avg",
+    "doc_kendall": "tau doc-avg",
+    "sys_pearson": "r sys",
+    "sys_spearman": "rho sys",
+    "pairwise_acc": "acc",
+    "pearson": "r",
+    "spearman": "rho",
+    "kendall": "tau",
+    "darr_tau": "DARR tau",
+}
 
 _INT_NAMES = {
     "n",

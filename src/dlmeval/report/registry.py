@@ -195,14 +195,9 @@ def register(
 
 
 def renderers(kind: str | None = None) -> list[Renderer]:
-    """Registered renderers (of one run kind), in registration order."""
-    _load()
+    """Registered renderers (of one run kind), in registration order (the shipped sections register when
+    :mod:`dlmeval.report` is imported, which importing any of its modules does first)."""
     return [r for r in REGISTRY.values() if kind is None or kind in r.kinds]
-
-
-def _load() -> None:
-    # the section modules register themselves on import
-    from dlmeval.report import sections_robustness, sections_sampling, sections_scoring  # noqa: F401
 
 
 def registry_markdown() -> str:
@@ -240,5 +235,8 @@ __all__ = [
     "renderers",
 ]
 
+# `python -m dlmeval.report.registry`: read the registry the package filled, not this __main__ copy's (empty)
 if __name__ == "__main__":
-    print(registry_markdown(), end="")
+    from dlmeval.report.registry import registry_markdown as _markdown
+
+    print(_markdown(), end="")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.report import figures as F
-from dlmeval.report.fmt import TableView
+from dlmeval.report.fmt import PROTOCOL_TAGS, TableView
 from dlmeval.report.registry import ITEMS, Context, Omit, Section, register
 
 META = ("meta-eval",)
@@ -31,12 +31,7 @@ TABLE_NOTES = {
 
 
 def _protocol_tag(protocol: str) -> str:
-    try:
-        from dlmeval.protocols.diffscore.paper_protocols import PROTOCOL_TAGS
-
-        return PROTOCOL_TAGS.get(protocol, protocol)
-    except ImportError:  # the protocols package is optional for reading a store
-        return protocol
+    return PROTOCOL_TAGS.get(protocol, protocol)
 
 
 #: the ``test`` of the comparison records that carry the paper's marks (``protocols/diffscore/meta_eval/paper_marks.py``)
@@ -503,7 +498,3 @@ def _scores(ctx: Context) -> Section:
         )
     )
     return s
-
-
-# the sections of the other analyses register after these (their own module keeps this one under 500 lines)
-from dlmeval.report import sections_analyses  # noqa: E402,F401

@@ -5,12 +5,13 @@ Layout (dllm's ``_prepare_for_sampling``): the prompt is left-padded to a whole 
 boundaries are physical columns shared by the batch (column ``j`` is in block ``j // B``); a query sees the keys
 of its own block and of every block before it, padding is neither query nor key, and position ids count each
 row's real tokens. As in dllm, padding is every column before the current block that holds the pad id
-(:func:`dllm_valid`): a pad id inside the prompt or decoded by a finished block is dropped from attention too. The prompt's own blocks are block-causal too (as BD3LM trains). The columns after the current
+(:func:`dlmeval.sampling.block_causal.dllm_valid`): a pad id inside the prompt or decoded by a finished block is dropped from attention too. The prompt's own blocks are block-causal too (as BD3LM trains). The columns after the current
 block are not in the pass at all.
 
-The remasking sampler itself runs a block-diffusion family this way (:func:`block_setup`: it reads the model's
-``block_size``), so Care and every other caller need nothing special; :class:`BlockDiffusionSampler` also runs a
-network that merely *can* attend block-causally (an A2D MDLM checkpoint) that way with an explicit block length.
+The remasking sampler itself runs a block-diffusion family this way (:mod:`dlmeval.sampling.block_causal`:
+``block_setup`` reads the model's ``block_size``), so Care and every other caller need nothing special;
+:class:`BlockDiffusionSampler` also runs a network that merely *can* attend block-causally (an A2D MDLM
+checkpoint) that way with an explicit block length.
 Everything else is the remasking sampler's (:class:`~dlmeval.sampling.sampler.RemaskingSampler`): the per-block
 linear schedule (dllm's ``get_num_transfer_tokens`` with the linear scheduler gives the same counts whenever the
 block's steps divide its length or reach it), every strategy, temperature, EOS handling, per-row generators and
@@ -32,77 +33,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import torch
-
-from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM
+from dlmeval.sampling.block_causal import block_setup
 from dlmeval.sampling.config import SamplerConfig
+from dlmeval.sampling.sampler import RemaskingSampler
 
 
-def is_block_diffusion(model: Any) -> bool:
-    """Whether ``model`` is a block-diffusion family (trained block-causally: it names its block size)."""
-    return bool(getattr(model, "block_attention", False)) and getattr(model, "block_size", None) is not None
-
-
-def block_setup(
-    model: Any, config: SamplerConfig, *, force: bool = False
-) -> tuple[SamplerConfig, int | None]:
-    """``(config, block size of block-causal passes or None)``: a block-diffusion family (or any model that
-    takes a block-causal mask, with ``force``) gets its block size as ``block_length`` when none is given."""
-    if not (is_block_diffusion(model) or force):
-        return config, None
-    if not getattr(model, "block_attention", False):
-        raise InputError(
-            f"{model.family} models take no block-causal attention mask; block diffusion needs a "
-            "block-diffusion family (a2d-bd3lm:PATH)"
-        )
-    if config.block_length is None:
-        own = getattr(model, "block_size", None)
-        if own is None:
-            raise InputError(
-                f"{model.family} names no block size; pass block_length (a divisor of length {config.length})"
-            )
-        if config.length % own:
-            raise InputError(
-                f"length {config.length} is not a whole number of the model's blocks of {own}; pass a length "
-                f"that {own} divides or an explicit block_length"
-            )
-        config = replace(config, block_length=int(own))
-    return config, int(config.block)
-
-
-def block_layout(
-    model: DiffusionLM, prompt_ids, rows, block: int, length: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The prompts left-padded to a whole number of blocks, then the masked generation region (``rows``)."""
-    plen = max(len(p) for p in prompt_ids)
-    width = -(-plen // block) * block + length
-    if width > model.max_length:
-        raise InputError(
-            f"a prompt of {plen} tokens padded to blocks of {block} plus {length} generated tokens exceeds the "
-            f"model's window of {model.max_length}; shorten the prompt or the length"
-        )
-    return model.pad(rows, length=width, side="left")
-
-
-def dllm_valid(ids: torch.Tensor, attn: torch.Tensor, pad_id: int, start: int) -> torch.Tensor:
-    """The columns a block-diffusion pass treats as tokens, as dllm's ``_prepare_for_sampling`` does
-    (``valid = x != pad_token_id``): before column ``start`` (the prompt and the finished blocks) a column holding
-    the pad id is padding (neither query nor key, no position), whether it was padding, a pad id inside the prompt
-    or a pad id a finished block decoded (Qwen's ``<|endoftext|>`` is both its pad and its EOS); the current block
-    from ``start`` on counts whole, as dllm builds its mask once at the block's start, when it is all masks."""
-    out = attn.clone()
-    out[:, :start] = out[:, :start] * (ids[:, :start] != int(pad_id)).to(out.dtype)
-    return out
-
-
-def _sampler_cls():
-    from dlmeval.sampling.sampler import RemaskingSampler
-
-    return RemaskingSampler
-
-
-class BlockDiffusionSampler(_sampler_cls()):
+class BlockDiffusionSampler(RemaskingSampler):
     """Block diffusion over any model whose trunk takes a block-causal mask (``model.block_attention``):
     ``config.block_length`` is the block size (default: the model's own, ``model.block_size``; dllm's A2D-BD3LM
     models use 32)."""
@@ -166,4 +103,4 @@ def block_nfe_dllm(config: SamplerConfig) -> int:
 def make_sampler(model: DiffusionLM, config: SamplerConfig | None = None, **overrides: Any):
     """The sampler a model's family is run with (the remasking sampler, which runs block-diffusion families
     block-causally and applies the model's own soft-mask feedback)."""
-    return _sampler_cls()(model, config, **overrides)
+    return RemaskingSampler(model, config, **overrides)

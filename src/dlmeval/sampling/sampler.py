@@ -14,6 +14,7 @@ import torch
 
 from dlmeval.errors import InputError
 from dlmeval.models.base import DiffusionLM, length_sorted_batches
+from dlmeval.sampling.block_causal import block_layout, block_setup
 from dlmeval.sampling.config import (
     SamplerConfig,
     dream_transfer_count,
@@ -54,8 +55,6 @@ class RemaskingSampler:
         config = config or SamplerConfig()
         if overrides:
             config = replace(config, **overrides)
-        from dlmeval.sampling.block import block_setup
-
         # a block-diffusion family is sampled block-causally (its block size by default): dlmeval.sampling.block
         config, block_causal = block_setup(model, config)
         self.model = model
@@ -213,12 +212,10 @@ class RemaskingSampler:
 
     def _pad_batch(self, prompt_ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(input_ids, attention_mask)`` of the prompts followed by the masked generation region (block
-        diffusion: prompts left-padded to whole blocks, :func:`dlmeval.sampling.block.block_layout`)."""
+        diffusion: prompts left-padded to whole blocks, :func:`dlmeval.sampling.block_causal.block_layout`)."""
         mask_id = int(self.model.mask_token_id)
         rows = [p + [mask_id] * self.config.length for p in prompt_ids]
         if self.block_causal is not None:
-            from dlmeval.sampling.block import block_layout
-
             return block_layout(self.model, prompt_ids, rows, self.block_causal, self.config.length)
         return self.model.pad(rows)
 

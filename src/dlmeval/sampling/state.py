@@ -4,20 +4,29 @@ with its NFE read from the model's counter, and the per-step bookkeeping behind 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 
+from dlmeval.sampling.config import SamplerConfig
 from dlmeval.seeding import derive_seed, torch_generator
 
-if TYPE_CHECKING:
-    from dlmeval.sampling.sampler import RemaskingSampler
+
+class SamplerParts(Protocol):
+    """What a :class:`Batch` reads of the sampler that runs it (:class:`~dlmeval.sampling.sampler.RemaskingSampler`,
+    which imports this module: the dependency runs one way, #35)."""
+
+    model: Any
+    config: SamplerConfig
+    strategy: Any
+    block_causal: int | None
+    softmask: Any
 
 
 class Batch:
     """The mutable state of one batch, in generation coordinates ``[B, L]``."""
 
-    def __init__(self, sampler: RemaskingSampler, ids, attn, prompt_ids, item_ids):
+    def __init__(self, sampler: SamplerParts, ids, attn, prompt_ids, item_ids):
         m, cfg = sampler.model, sampler.config
         dev, n, length = m.device, len(prompt_ids), cfg.length
         self.model, self.ids, self.attn = m, ids, attn
@@ -61,7 +70,7 @@ class Batch:
         pos = (rr, self.gen_start[rows][rr] + sl.start + cc)
         kw = {}
         if self.block_causal is not None:  # block diffusion: the prompt, finished blocks and this block only
-            from dlmeval.sampling.block import dllm_valid
+            from dlmeval.sampling.block_causal import dllm_valid
 
             end = int(self.gen_start[0]) + sl.stop  # prompts are padded to whole blocks: one start for all
             x, a = x[:, :end], a[:, :end]

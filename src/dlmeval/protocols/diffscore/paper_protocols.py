@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
+from dlmeval.report.fmt import PROTOCOL_TAGS  # noqa: F401  (the column-header tags: display, kept with the report)
 
 # ---------------------------------------------------------------------------------------------- protocols
 PROTOCOLS: dict[str, str] = {
@@ -49,18 +50,6 @@ PROTOCOLS: dict[str, str] = {
     "spearman": "Spearman rho over all outputs (segment level)",
     "kendall": "Kendall tau-b over all outputs (segment level)",
     "darr_tau": "WMT DARR Kendall-like tau = (C - D) / (C + D), ties discordant",
-}
-#: short column-header tags
-PROTOCOL_TAGS: dict[str, str] = {
-    "doc_spearman": "rho doc-avg",
-    "doc_kendall": "tau doc-avg",
-    "sys_pearson": "r sys",
-    "sys_spearman": "rho sys",
-    "pairwise_acc": "acc",
-    "pearson": "r",
-    "spearman": "rho",
-    "kendall": "tau",
-    "darr_tau": "DARR tau",
 }
 #: a comparison on fewer units than this claims no significance (a bootstrap of 2 documents is no evidence)
 MIN_TEST_UNITS = 5

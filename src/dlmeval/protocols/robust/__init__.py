@@ -33,8 +33,17 @@ keyed by the option text, so every condition scores an option under the same mas
 
 from __future__ import annotations
 
+# the probes of the paper: each module registers its class in probes.PROBES (a leaf registry that imports no
+# probe); importing any part of this package runs this line first (#35)
+from dlmeval.protocols.robust import probe_dgcg, probe_ipm, probe_linear, probe_mechanism  # noqa: F401
 from dlmeval.protocols.robust.evaluate import ModelEntry, model_entries, plan_cells
-from dlmeval.protocols.robust.keys import data_identity, items_digest, model_config, record_key
+from dlmeval.protocols.robust.keys import (
+    PROTOCOL_VERSION,
+    data_identity,
+    items_digest,
+    model_config,
+    record_key,
+)
 from dlmeval.protocols.robust.output import (
     TABLE_ORDER,
     TITLES,
@@ -50,7 +59,6 @@ from dlmeval.protocols.robust.run import RUN_KIND, SPEC_KIND, RobustResult, run_
 from dlmeval.protocols.robust.spec import (
     MODES,
     PAPER_CONDITIONS,
-    PROTOCOL_VERSION,
     ARGenSpec,
     CalibrationSpec,
     LikelihoodSpec,

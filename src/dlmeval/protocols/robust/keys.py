@@ -18,7 +18,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlmeval.protocols.robust.spec import PROTOCOL_VERSION, RobustSpec
+#: the version of the robustness run configuration (2: data identity and the applied decoding settings in it);
+#: this module reads a :class:`~dlmeval.protocols.robust.spec.RobustSpec` by its fields and never imports
+#: spec.py, whose ``RobustSpec.config`` / ``model_config`` call it (one way, #35)
+PROTOCOL_VERSION = 2
 
 
 def record_key(task: str, mode: str, condition: str, seed: int | None, item_id: str) -> str:
@@ -72,7 +75,7 @@ def sampler_defaults() -> dict[str, Any]:
     }
 
 
-def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def model_config(spec: Any, entry, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What decides one model's per-item records (its ``robust`` run's signature): not ``n``, the conditions or
     the perturbation seeds, which are in the record keys. ``data``: task name -> :func:`data_identity`."""
     sampler_steps = entry.sampler.steps if entry.role == "dlm" else None
@@ -126,7 +129,7 @@ def model_config(spec: RobustSpec, entry, data: Mapping[str, Any] | None = None)
     return out
 
 
-def spec_config(spec: RobustSpec) -> dict[str, Any]:
+def spec_config(spec: Any) -> dict[str, Any]:
     """Everything that decides a number of the spec's tables (the ``robust-spec`` run's signature)."""
     d = dataclasses.asdict(spec)
     for k in ("path", "name", "published"):

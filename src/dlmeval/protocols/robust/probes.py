@@ -10,7 +10,8 @@ probe's table (``[<name>]``). The run proceeds in phases:
 2. ``tables`` phase, after all models: :meth:`Probe.rows` builds the probe's table from the collected records
    only (a pure function of them).
 
-Adding a probe is one file with a subclass plus its import at the bottom of this module.
+Adding a probe is one file with a subclass plus its import in this package's ``__init__.py`` (this module is the
+registry only: it imports no probe, so the probes import it one way).
 """
 
 from __future__ import annotations
@@ -118,7 +119,3 @@ def option_check(ok: Callable[[Any], bool], what: str):
             raise InputError(f"spec: {where}.{key} must be {what}, got {opts[key]!r}")
 
     return check
-
-
-# the probes of the paper (each module registers its class)
-from dlmeval.protocols.robust import probe_dgcg, probe_ipm, probe_linear, probe_mechanism  # noqa: E402, F401

@@ -32,7 +32,6 @@ from dlmeval.protocols.spec_io import (
     str_check,
 )
 
-PROTOCOL_VERSION = 2  # 2: data identity and the applied decoding settings in the run config
 MODES = ("generation", "likelihood")
 ROLES = ("dlm", "ar")
 SCOPES = ("prompt", "question")
