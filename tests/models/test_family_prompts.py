@@ -87,7 +87,7 @@ def test_bd3lm_pass_treats_pad_ids_in_the_prefix_as_dllm_does():
     from dlmeval.models.base import block_causal_mask
     from dlmeval.sampling.block_causal import dllm_valid
 
-    rec = json.loads((Path(__file__).parent / "parity" / "dllm_bd3lm_prefix.json").read_text())
+    rec = json.loads((Path(__file__).parents[1] / "parity" / "dllm_bd3lm_prefix.json").read_text())
     x = torch.tensor(rec["rows"])
     start, block = rec["current_block_start"], rec["block_size"]
     # dlmeval's layout marks only the left padding of the prompt as padding

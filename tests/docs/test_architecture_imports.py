@@ -20,7 +20,7 @@ from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
 from importlinter.contracts.forbidden import ForbiddenContract
 from importlinter.contracts.layers import LayersContract
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = read_configuration(str(ROOT / "pyproject.toml"))  # as lint-imports reads it
 CONTRACTS = {c["id"]: c for c in CONFIG["contracts_options"]}
 ROOT_PACKAGES = CONFIG["session_options"]["root_packages"]
