@@ -27,6 +27,7 @@ Quirks kept here (docs/models.md, "A2D"):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from pathlib import Path
 
@@ -35,7 +36,9 @@ import torch
 from dlmeval.errors import CheckpointError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 from dlmeval.models.tokens import vocab_id
 
 #: dllm's A2D model types and the transformers base types their state dicts are
@@ -294,6 +297,14 @@ def load_a2d(
         name=name,
     )
 
+
+for _kind, _cls in (("a2d", A2DLM), ("a2d-qwen3", A2DLM), ("a2d-bd3lm", A2DBlockLM)):
+    register_checkpoint_standin(
+        _kind,
+        CheckpointStandin(
+            _cls, functools.partial(load_a2d, bd3lm=_kind == "a2d-bd3lm"), base_types=A2D_TYPES
+        ),
+    )
 
 _EXAMPLE = "a2d:./Qwen3-0.6B-diffusion-mdlm"
 _QUIRKS = (

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
 from dlmeval.models import validate
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
 from dlmeval.models.hf_mlm import HFMaskedLM
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 #: dllm's BERT-Chat template (``dllm.utils.get_tokenizer`` for BERT / RoBERTa / ModernBERT), written out
 BERT_CHAT_TEMPLATE = (
@@ -111,6 +113,10 @@ def load_bert_chat(
     m.load_warnings = notes
     return m
 
+
+register_checkpoint_standin(
+    "bert-chat", CheckpointStandin(BertChatLM, load_bert_chat, chat_template=BERT_CHAT_TEMPLATE)
+)
 
 FAMILY = register_family(
     Family(

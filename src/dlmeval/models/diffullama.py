@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dlmeval.errors import CheckpointError
 from dlmeval.models.a2d import HFBidirectionalLM, load_hf_bidirectional
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 
 class DiffuLLaMALM(HFBidirectionalLM):
@@ -51,6 +53,8 @@ def load_diffullama(path: str, *, device=None, dtype=None, allow_download: bool 
         mask_resolver=_mask_id,
     )
 
+
+register_checkpoint_standin("diffullama", CheckpointStandin(DiffuLLaMALM, load_diffullama))
 
 FAMILY = register_family(
     Family(

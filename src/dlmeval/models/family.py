@@ -218,15 +218,21 @@ _REGISTRY: Registry[Family] = Registry("model family", on_add=_check_unique_form
 _loaded = False
 
 
+def load_families() -> None:
+    """Import the modules of :data:`FAMILY_MODULES` (once): each registers its family. The registry finds the
+    families by name; no module of the layer below imports a family back."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for mod in FAMILY_MODULES:
+            importlib.import_module(mod)
+
+
 class _Families:
     """:data:`FAMILIES`: the registry, with the built-in family modules imported on first read."""
 
     def _ensure(self) -> Registry[Family]:
-        global _loaded
-        if not _loaded:
-            _loaded = True
-            for mod in FAMILY_MODULES:
-                importlib.import_module(mod)
+        load_families()
         return _REGISTRY
 
     def add(self, name: str, fam: Family, *, aliases: tuple[str, ...] = ()) -> Family:
@@ -255,23 +261,6 @@ class _Families:
 
 #: every model family; ``FAMILIES.get("dream")``, ``FAMILIES.values()``. Registration: ``FAMILIES.add(name, Family)``
 FAMILIES = _Families()
-
-
-def standin_loader(kind: str) -> Callable[[LoadOptions], Any]:
-    """``Family.load_standin`` of stand-in ``kind``: a checkpoint directory of
-    :mod:`dlmeval.models.standin_families` (one of its ``KINDS``), else a model :func:`dlmeval.models.tiny.tiny_model`
-    builds; seeded by the options, on their device (by default the CPU)."""
-
-    def load(opts: LoadOptions) -> Any:
-        from dlmeval.models import standin_families
-
-        if kind in standin_families.KINDS:
-            build = standin_families.load_family_standin
-        else:
-            from dlmeval.models.tiny import tiny_model as build
-        return build(kind, seed=opts.seed, device=opts.device or "cpu")
-
-    return load
 
 
 def path_loader(

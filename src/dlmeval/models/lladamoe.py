@@ -18,6 +18,7 @@ Quirks kept here (docs/models.md, "LLaDA-MoE"):
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -26,7 +27,9 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
 #: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
@@ -77,6 +80,12 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
         )
     return load_remote_family(FAMILY, path, **kw)
 
+
+# the stand-in's code in its directory is dlmeval's own: loaded with trust_remote_code (a user checkpoint needs
+# --trust-remote-code)
+register_checkpoint_standin(
+    "lladamoe", CheckpointStandin(LLaDAMoELM, functools.partial(load_lladamoe, trust_remote_code=True))
+)
 
 FAMILY = register_family(
     Family(

@@ -25,20 +25,9 @@ from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
 from dlmeval.models.family import FAMILIES, Family, LoadOptions, family_for_spec
+from dlmeval.models.hub import in_hub_cache as _in_hub_cache
+from dlmeval.models.validate import SUPPORTED_TRANSFORMERS, transformers_status  # noqa: F401  (re-exported)
 from dlmeval.models.validate import first_line as _first_line
-
-#: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
-#: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
-SUPPORTED_TRANSFORMERS = ">=4.56,<4.58"
-
-
-def transformers_status() -> tuple[str, bool]:
-    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``."""
-    import transformers
-    from packaging.specifiers import SpecifierSet
-
-    v = transformers.__version__
-    return v, v in SpecifierSet(SUPPORTED_TRANSFORMERS)
 
 
 @dataclass(frozen=True)
@@ -118,16 +107,6 @@ def _check_kind(spec: str, fam: Family, role: str) -> None:
         what = "an autoregressive" if fam.kind == "causal" else "a diffusion"
         need = "a diffusion LM" if role == "diffusion" else "an autoregressive model"
         raise InputError(f"{spec!r} is {what} model; {need} is needed here (see `dlmeval models`)")
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Whether a hub id is already in the local Hugging Face cache (loadable offline)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # not a valid repo id, or no hub library: not cached
-        return False
 
 
 def check_settings(device: str | None = None, dtype: str | None = None, seed: int = 0) -> None:

@@ -28,18 +28,56 @@ their weights (:mod:`dlmeval.models.standin_weights`), so they are the same byte
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
 from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
-from dlmeval.models.tiny import word_level
+from dlmeval.models.tiny import register_standin, word_level
 
 KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
+
+
+@dataclass(frozen=True)
+class CheckpointStandin:
+    """What a family's module tells this module about its stand-in ``kind`` (:func:`register_checkpoint_standin`):
+    its adapter class (trained through), its loader ``load(path, *, device, dtype, name)`` (the directory is loaded
+    as a real checkpoint is), the transformers base types of its ``model_type`` names, its chat template."""
+
+    adapter: type
+    load: Callable[..., Any]
+    base_types: Mapping[str, str] = field(default_factory=dict)
+    chat_template: str | None = None
+
+
+#: kind -> its family's facts, registered by the family's module (this module imports no family)
+_STANDINS: dict[str, CheckpointStandin] = {}
+
+
+def register_checkpoint_standin(kind: str, standin: CheckpointStandin) -> None:
+    """Register the family side of stand-in ``kind`` (one of :data:`KINDS`) and its builder for
+    :func:`dlmeval.models.tiny.tiny_model`."""
+    if kind not in KINDS:
+        raise ValueError(f"no stand-in recipe for {kind!r}; this module builds {', '.join(KINDS)}")
+    _STANDINS[kind] = standin
+    register_standin(kind, functools.partial(load_family_standin, kind))
+
+
+def _standin(kind: str) -> CheckpointStandin:
+    if kind not in _STANDINS:
+        from dlmeval.models.family import load_families
+
+        load_families()  # the family modules register their side on import
+    return _STANDINS[kind]
+
+
 BUILD_VERSION = 1
 TRAIN_STEPS = 120
 #: the block size the tiny BD3LM stand-in is trained with (dllm's released models: 32)
@@ -129,33 +167,22 @@ def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: i
     """A freshly initialised module of ``cfg`` (seeded) wrapped in the family adapter, for training."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
 
-    from dlmeval.models.a2d import A2D_TYPES, A2DLM
     from dlmeval.models.base import DiffusionLM
 
+    fam = _standin(kind)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if kind.startswith("a2d") or kind == "diffullama":
-            base = A2D_TYPES.get(cfg["model_type"], "llama")
+            base = fam.base_types.get(cfg["model_type"], "llama")
             d = {k: v for k, v in cfg.items() if k != "model_type"}
             module = AutoModelForCausalLM.from_config(AutoConfig.for_model(base, **d))
-            if kind == "diffullama":
-                from dlmeval.models.diffullama import DiffuLLaMALM
-
-                cls = DiffuLLaMALM
-            else:
-                cls = A2DLM
         elif kind == "bert-chat":
-            from dlmeval.models.bert_chat import BertChatLM
-
             d = {k: v for k, v in cfg.items() if k != "model_type"}
             module = AutoModelForMaskedLM.from_config(AutoConfig.for_model("modernbert", **d))
-            cls = BertChatLM
         else:  # lladamoe: dlmeval's own remote code, already copied into ``out``
             config = AutoConfig.from_pretrained(str(out), trust_remote_code=True, local_files_only=True)
             module = AutoModel.from_config(config, trust_remote_code=True)
-            from dlmeval.models.lladamoe import LLaDAMoELM
-
-            cls = LLaDAMoELM
+        cls = fam.adapter
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
     m: DiffusionLM = cls(
         module,
@@ -259,7 +286,7 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
             pad_token="[PAD]",
             eos_token="[PAD]",  # dllm: a BERT tokenizer without EOS gets its pad token as EOS
             mask_token="[MASK]",
-            chat_template=BERT_CHAT_TEMPLATE,
+            chat_template=_standin(kind).chat_template,
         )
         cfg = {
             "model_type": "modernbert",
@@ -353,23 +380,8 @@ def standin_dir(
 def load_family_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):
     """Build (once) and load stand-in ``kind`` through its family loader, as a real checkpoint loads."""
     path = str(standin_dir(kind, seed=seed, layers=layers, hidden=hidden))
-    name = f"tiny-{kind}"
-    if kind.startswith("a2d"):
-        from dlmeval.models.a2d import load_a2d
-
-        m = load_a2d(path, bd3lm=kind == "a2d-bd3lm", device=device, dtype="float32", name=name)
-    elif kind == "diffullama":
-        from dlmeval.models.diffullama import load_diffullama
-
-        m = load_diffullama(path, device=device, dtype="float32", name=name)
-    elif kind == "bert-chat":
-        from dlmeval.models.bert_chat import load_bert_chat
-
-        m = load_bert_chat(path, device=device, dtype="float32", name=name)
-    else:
-        from dlmeval.models.lladamoe import load_lladamoe
-
-        # dlmeval's own code in the directory (written above); user checkpoints still need --trust-remote-code
-        m = load_lladamoe(path, device=device, dtype="float32", trust_remote_code=True, name=name)
+    # (lladamoe: dlmeval's own code in the directory, written above; user checkpoints still need
+    # --trust-remote-code; its family registers a loader that passes trust_remote_code=True)
+    m = _standin(kind).load(path, device=device, dtype="float32", name=f"tiny-{kind}")
     m.source = f"tiny:{kind}:seed={seed}"
     return m
