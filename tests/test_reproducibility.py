@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from dlmeval.models import standin_regen, standin_weights as sw
+from dlmeval.models import standin_regen
+from dlmeval.models import standin_weights as sw
 from dlmeval.store import RunStore
 from dlmeval.store.code import ALLOW_ENV, code_identity
 

@@ -37,7 +37,7 @@ from dlmeval.errors import CheckpointError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import Family, path_loader, register_family
-from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.standin_families import TINY_BD3LM_BLOCK, CheckpointStandin, register_checkpoint_standin
 from dlmeval.models.tiny import standin_loader
 from dlmeval.models.tokens import vocab_id
 
@@ -355,6 +355,7 @@ FAMILY_BD3LM = register_family(
         "(tests)",
         attention="block-causal",
         generation={"block_length": BD3LM_BLOCK},
+        standin_block_length=TINY_BD3LM_BLOCK,
         hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1",),
     )
 )
