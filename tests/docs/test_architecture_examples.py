@@ -138,7 +138,7 @@ def resolves(dotted: str) -> bool:
 
 def cited_paths(text: str) -> set[str]:
     """Paths the prose cites: every ``src/...`` path, and every backticked file or folder path (``report/fmt.py``,
-    ``tests/test_extension_cost.py``, ``meta_eval/work.py::run_chunks``); templates left out."""
+    ``tests/docs/test_extension_cost.py``, ``meta_eval/work.py::run_chunks``); templates left out."""
     out = set(re.findall(r"\b(src/dlmeval/[\w./-]*\w/?)", prose(text)))
     for span in TICKS.findall(prose(text)):
         span = span.strip()

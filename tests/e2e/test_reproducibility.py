@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from dlmeval.models import standin_regen
 from dlmeval.models import standin_weights as sw
 from dlmeval.store import RunStore
 from dlmeval.store.code import ALLOW_ENV, code_identity
@@ -178,9 +179,9 @@ def test_a_killed_build_leaves_no_part_directory(tmp_path):
 
 @pytest.mark.slow
 def test_regenerating_a_stand_in_reproduces_its_shipped_weights(tmp_path):
-    """``python -m dlmeval.models.standin_weights`` trains under ATEN_CPU_CAPABILITY=default, one thread: the
+    """``python -m dlmeval.models.standin_regen`` trains under ATEN_CPU_CAPABILITY=default, one thread: the
     training code still produces the shipped bytes (a change to it must regenerate them)."""
-    path = sw.rebuild("llada", tmp_path)
+    path = standin_regen.rebuild("llada", tmp_path)
     assert sw.file_sha256(path) == sw.manifest()["tiny-llada-s0-l2-h32"]["sha256"]
 
 

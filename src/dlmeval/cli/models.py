@@ -48,6 +48,11 @@ def run(args) -> int:
             f"{fam.name:<12} {fam.attention:<14} {fam.logit_shift:<5} {fam.native_schedule:<8} {native}"
             + (f"; {', '.join(fam.hub_ids)}" if fam.hub_ids else "")
         )
+    for fam in FAMILIES.values():  # a family's own options: SPEC?NAME=VALUE,... (declared by the family)
+        for o in fam.options:
+            lines.append(
+                f"option {fam.spec}?{o.name}=VALUE: {o.help or o.type.__name__} (default {o.default!r})"
+            )
     from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
 
     version, ok = transformers_status()

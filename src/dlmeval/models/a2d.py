@@ -27,6 +27,7 @@ Quirks kept here (docs/models.md, "A2D"):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from pathlib import Path
 
@@ -35,7 +36,9 @@ import torch
 from dlmeval.errors import CheckpointError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 from dlmeval.models.tokens import vocab_id
 
 #: dllm's A2D model types and the transformers base types their state dicts are
@@ -295,6 +298,92 @@ def load_a2d(
     )
 
 
+# ---------------------------------------------------------------- the stand-ins (models/standin_families.py builds)
+#: the block size the tiny BD3LM stand-in is trained with (dllm's released models: 32)
+TINY_BD3LM_BLOCK = 4
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>", "[UNK]"]
+QWEN_CHAT = (
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def _qwen_cfg(kind: str, v: int, vocab: dict, hidden: int, layers: int) -> dict:
+    qwen3 = kind == "a2d-qwen3"
+    cfg = {
+        "model_type": "a2d-qwen3" if qwen3 else "a2d-qwen2",
+        "vocab_size": v,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "bos_token_id": vocab["<|endoftext|>"],
+        "eos_token_id": vocab["<|endoftext|>"],
+        "use_sliding_window": False,
+    }
+    if qwen3:
+        cfg["head_dim"] = hidden // 4
+    if kind == "a2d-bd3lm":
+        cfg["block_size"] = TINY_BD3LM_BLOCK  # read by the loader (a released config without it: dllm's 32)
+    return cfg
+
+
+def _standin_files(kind: str, out: Path, hidden: int, layers: int):
+    """``tiny-a2d`` (``a2d-qwen2``: q/k/v biases), ``tiny-a2d-qwen3`` (per-head q/k RMSNorm) and ``tiny-a2d-bd3lm``
+    (``a2d-qwen2`` with ``block_size``): a Qwen-style tokenizer with ``<|mask|>`` and a chat template."""
+    from dlmeval.models.standin_families import fast_tokenizer
+    from dlmeval.models.standins import _padded
+
+    tok, vocab = fast_tokenizer(
+        out,
+        QWEN_SPECIALS,
+        bos=None,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        mask_token="<|mask|>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+        chat_template=QWEN_CHAT,
+    )
+    cfg = _qwen_cfg(kind, _padded(len(vocab)), vocab, hidden, layers)
+    mask, start = vocab["<|mask|>"], []
+    return tok, vocab, cfg, mask, start
+
+
+def _standin_module(kind: str, out: Path, cfg: dict):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = {k: v for k, v in cfg.items() if k != "model_type"}
+    return AutoModelForCausalLM.from_config(
+        AutoConfig.for_model(A2D_TYPES.get(cfg["model_type"], "llama"), **d)
+    )
+
+
+def _standin_bd3lm_logits(m, xt: torch.Tensor) -> torch.Tensor:
+    """BD3LM trains block-causally (blocks of :data:`TINY_BD3LM_BLOCK`)."""
+    from dlmeval.models.base import block_causal_mask
+
+    mask4, pos = block_causal_mask(None, xt.shape, TINY_BD3LM_BLOCK)
+    return m._head(m._run_4d(xt, None, mask4, pos, False).last_hidden)
+
+
+for _kind, _cls in (("a2d", A2DLM), ("a2d-qwen3", A2DLM), ("a2d-bd3lm", A2DBlockLM)):
+    register_checkpoint_standin(
+        _kind,
+        CheckpointStandin(
+            files=_standin_files,
+            module=_standin_module,
+            adapter=_cls,
+            load=functools.partial(load_a2d, bd3lm=_kind == "a2d-bd3lm"),
+            logits=_standin_bd3lm_logits if _kind == "a2d-bd3lm" else None,
+            source=__file__,
+        ),
+    )
+
 _EXAMPLE = "a2d:./Qwen3-0.6B-diffusion-mdlm"
 _QUIRKS = (
     "model_type a2d-qwen2 / a2d-qwen3 / a2d-llama: read as the transformers base class, no remote code",
@@ -346,6 +435,7 @@ FAMILY_BD3LM = register_family(
         attention="block-causal",
         likelihood_vocab="tokenizer",  # dllm's BD3LM harness has no loglikelihood: dlmeval's rule
         generation={"block_length": BD3LM_BLOCK},
+        standin_block_length=TINY_BD3LM_BLOCK,
         hub_ids=("dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1",),
     )
 )

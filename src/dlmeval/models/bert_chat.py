@@ -19,8 +19,10 @@ from pathlib import Path
 
 from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
 from dlmeval.models import validate
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
 from dlmeval.models.hf_mlm import HFMaskedLM
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 #: dllm's BERT-Chat template (``dllm.utils.get_tokenizer`` for BERT / RoBERTa / ModernBERT), written out
 BERT_CHAT_TEMPLATE = (
@@ -111,6 +113,66 @@ def load_bert_chat(
     m.load_warnings = notes
     return m
 
+
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _standin_files(kind: str, out: Path, hidden: int, layers: int):
+    """``tiny-bert-chat``: ``model_type: modernbert``, a BERT tokenizer whose EOS is ``[PAD]`` (as dllm's
+    ``get_tokenizer`` sets it) and dllm's BERT-Chat chat template."""
+    from dlmeval.models.standin_families import fast_tokenizer
+
+    tok, vocab = fast_tokenizer(
+        out,
+        BERT_SPECIALS,
+        bos=None,
+        bert=True,
+        template="bert",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        eos_token="[PAD]",  # dllm: a BERT tokenizer without EOS gets its pad token as EOS
+        mask_token="[MASK]",
+        chat_template=BERT_CHAT_TEMPLATE,
+    )
+    cfg = {
+        "model_type": "modernbert",
+        "architectures": ["ModernBertForMaskedLM"],
+        "vocab_size": len(vocab),
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 128,
+        "global_attn_every_n_layers": 1,
+        "local_attention": 16,
+        "pad_token_id": vocab["[PAD]"],
+        "cls_token_id": vocab["[CLS]"],
+        "sep_token_id": vocab["[SEP]"],
+        "bos_token_id": vocab["[CLS]"],
+        "eos_token_id": vocab["[SEP]"],
+        "embedding_dropout": 0.0,
+        "attention_dropout": 0.0,
+        "mlp_dropout": 0.0,
+        "reference_compile": False,
+    }
+    mask, start = vocab["[MASK]"], [vocab["[CLS]"]]
+    return tok, vocab, cfg, mask, start
+
+
+def _standin_module(kind: str, out: Path, cfg: dict):
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    d = {k: v for k, v in cfg.items() if k != "model_type"}
+    return AutoModelForMaskedLM.from_config(AutoConfig.for_model("modernbert", **d))
+
+
+register_checkpoint_standin(
+    "bert-chat",
+    CheckpointStandin(
+        files=_standin_files, module=_standin_module, adapter=BertChatLM, load=load_bert_chat, source=__file__
+    ),
+)
 
 FAMILY = register_family(
     Family(

@@ -55,7 +55,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
 
     # ------------------------------------------------------------------ identity
     def identity(self) -> ModelIdentity:
-        return model_identity(self, self.dtype)
+        return model_identity(self, self.dtype, extra=getattr(self, "identity_extra", None))
 
     def input_embeddings(self):
         return self.module.get_input_embeddings()

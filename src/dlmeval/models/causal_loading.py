@@ -17,7 +17,8 @@ from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype, state_dict_sha256
 from dlmeval.models.causal import HFCausalLM
-from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
+from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.tiny import register_standin, standin_loader
 
 
 def load_causal(
@@ -201,6 +202,35 @@ def _load_causal(path: str, opts: LoadOptions) -> HFCausalLM:
         trust_remote_code=opts.trust_remote_code,
     )
 
+
+def tiny_causal(*, seed: int = 0, device=None, layers: int = 2, hidden: int = 32) -> HFCausalLM:
+    """``tiny-causal``: a random Llama causal LM over :func:`dlmeval.models.tiny.tiny_tokenizer`'s words (seed 0:
+    the shipped weights of :mod:`dlmeval.models.standin_weights`)."""
+    from transformers import LlamaForCausalLM
+
+    from dlmeval.models.base import resolve_device
+    from dlmeval.models.standin_weights import load_into
+    from dlmeval.models.tiny import _llama_config, tiny_tokenizer, tiny_vocab_size
+
+    dev = resolve_device(device)
+    name = "tiny-causal"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        m = LlamaForCausalLM(_llama_config(tiny_vocab_size(), layers, hidden))
+    load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
+    m = m.to(dev).eval()
+    return HFCausalLM(
+        m,
+        tiny_tokenizer("llama"),
+        name=name,
+        source=f"tiny:causal:seed={seed}",
+        device=dev,
+        dtype=torch.float32,
+        max_length=128,
+    )
+
+
+register_standin("causal", tiny_causal)
 
 CAUSAL = register_family(
     Family(

@@ -18,9 +18,13 @@ Quirks kept here (docs/models.md, "DiffuLLaMA"):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dlmeval.errors import CheckpointError
 from dlmeval.models.a2d import HFBidirectionalLM, load_hf_bidirectional
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 
 class DiffuLLaMALM(HFBidirectionalLM):
@@ -51,6 +55,60 @@ def load_diffullama(path: str, *, device=None, dtype=None, allow_download: bool 
         mask_resolver=_mask_id,
     )
 
+
+LLAMA_SPECIALS = ["<unk>", "<s>", "</s>", "[MASK]"]
+
+
+def _standin_files(kind: str, out: Path, hidden: int, layers: int):
+    """``tiny-diffullama``: ``model_type: llama`` (plain LLaMA weights), a LLaMA-style tokenizer that adds BOS, with
+    ``[MASK]`` added as mask token; trained with the shift (output ``i - 1`` predicts token ``i``)."""
+    from dlmeval.models.standin_families import fast_tokenizer
+
+    tok, vocab = fast_tokenizer(
+        out,
+        LLAMA_SPECIALS,
+        bos="<s>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        mask_token="[MASK]",
+    )
+    cfg = {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": len(vocab),  # DiffuLLaMA resizes the embeddings to len(tokenizer) (mask token added)
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "max_position_embeddings": 128,
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False,
+        "bos_token_id": vocab["<s>"],
+        "eos_token_id": vocab["</s>"],
+    }
+    mask, start = vocab["[MASK]"], [vocab["<s>"]]
+    return tok, vocab, cfg, mask, start
+
+
+def _standin_module(kind: str, out: Path, cfg: dict):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = {k: v for k, v in cfg.items() if k != "model_type"}
+    return AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **d))
+
+
+register_checkpoint_standin(
+    "diffullama",
+    CheckpointStandin(
+        files=_standin_files,
+        module=_standin_module,
+        adapter=DiffuLLaMALM,
+        load=load_diffullama,
+        source=__file__,
+    ),
+)
 
 FAMILY = register_family(
     Family(

@@ -27,8 +27,9 @@ from __future__ import annotations
 import torch
 
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import CHECK_ROWS, Family, register_family, standin_loader
+from dlmeval.models.family import CHECK_ROWS, Family, register_family
 from dlmeval.models.remote import remote_loader
+from dlmeval.models.tiny import register_standin, standin_loader
 
 DREAM_MASK_ID = 151666
 DREAM_EOS_ID = 151643
@@ -64,6 +65,16 @@ def load_dream(path: str, **kw) -> DreamLM:
 
     return load_remote_family(FAMILY, path, **kw)
 
+
+def tiny_dream(**kw) -> DreamLM:
+    """``tiny-dream`` (keywords of :func:`dlmeval.models.standins.load_standin`): a checkpoint directory with
+    ``auto_map`` and Dream's interface, loaded by :func:`load_dream`."""
+    from dlmeval.models.standins import load_standin
+
+    return load_standin("dream", load_dream, **kw)
+
+
+register_standin("dream", tiny_dream)
 
 FAMILY = register_family(
     Family(

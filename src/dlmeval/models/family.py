@@ -75,13 +75,63 @@ CHECK_ROWS = (
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """What every loader takes besides the path (one object instead of forwarded keywords)."""
+    """What every loader takes besides the path (one object instead of forwarded keywords); ``model_options``: the
+    family's own options (:class:`ModelOption`) from the spec, checked and converted, every declared one present
+    (its default where the spec names none)."""
 
     device: str | None = None
     dtype: Any = None
     trust_remote_code: bool = False
     allow_download: bool = False
     seed: int = 0
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _as_bool(v: str) -> bool:
+    low = v.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("not a boolean (true / false)")
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """An option a family accepts, declared by the family (``Family.options``) and given in the model spec after a
+    ``?``: ``toy:PATH?scale=2,tie=true`` (so it travels wherever a spec goes: ``--model``, a protocol's spec, the
+    run's model list). ``type`` converts the text (``int``, ``float``, ``str``, ``bool``: true / false); ``choices``
+    limits the values; ``check(value)`` returns an error text for a value out of range (None when fine).
+    The registry checks every option before anything loads (:func:`family_for_spec`) and passes the values in
+    :attr:`LoadOptions.model_options`; they are part of the model's identity, so they make their own runs."""
+
+    name: str
+    type: Callable[[str], Any] = str
+    default: Any = None
+    help: str = ""
+    choices: tuple[Any, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+
+    def parse(self, raw: str, spec: str, family: str) -> Any:
+        conv = _as_bool if self.type is bool else self.type
+        try:
+            value = conv(raw)
+        except (TypeError, ValueError) as e:
+            what = getattr(self.type, "__name__", "value")
+            raise InputError(
+                f"model {spec!r}: option {self.name}={raw!r} is not a valid {what} ({e}); {self.describe(family)}"
+            ) from None
+        why = None
+        if self.choices is not None and value not in self.choices:
+            why = f"not one of {', '.join(map(str, self.choices))}"
+        elif self.check is not None:
+            why = self.check(value)
+        if why:
+            raise InputError(f"model {spec!r}: option {self.name}={raw!r} is {why}; {self.describe(family)}")
+        return value
+
+    def describe(self, family: str) -> str:
+        return f"{family}'s {self.name}: {self.help or getattr(self.type, '__name__', '')} (default {self.default!r})"
 
 
 def _frozen(m: Mapping | None) -> Mapping:
@@ -134,10 +184,14 @@ class Family:
     native_schedule: str = "linear"
     native_samplers: Mapping[str, str] = field(default_factory=dict)
     generation: Mapping[str, Any] = field(default_factory=dict)
+    #: the block size the stand-in was trained with (block diffusion), where it differs from ``generation``'s
+    standin_block_length: int | None = None
     # ---- checks and releases
     checks: tuple[str, ...] = CHECK_ROWS
     hub_ids: tuple[str, ...] = ()
     module: str = ""
+    # ---- options the family accepts in its spec (``toy:PATH?name=value``), checked by the registry
+    options: tuple[ModelOption, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "native_samplers", _frozen(self.native_samplers))
@@ -164,6 +218,9 @@ class Family:
             raise ValueError(f"family {self.name!r} names a stand-in {self.standin!r} but no load_standin")
         if self.kind == "diffusion" and self.native_schedule not in ("linear", "dream"):
             raise ValueError(f"family {self.name!r}: unknown native_schedule {self.native_schedule!r}")
+        names = [o.name for o in self.options]
+        if len(set(names)) != len(names) or not all(n.isidentifier() for n in names):
+            raise ValueError(f"family {self.name!r}: option names must be distinct identifiers, got {names}")
 
     @property
     def spec(self) -> str:
@@ -180,6 +237,28 @@ class Family:
                 f"{self.name} has no native sampler {native!r}; it has {', '.join(self.native_samplers) or 'none'}"
             )
         return self.native_samplers[native]
+
+    def parse_options(self, raw: Mapping[str, str], spec: str) -> dict[str, Any]:
+        """The family's options from the spec's ``name=value`` texts, converted and checked, every declared option
+        present (its default where ``raw`` lacks it); an unknown name or a bad value raises :class:`InputError`."""
+        declared = {o.name: o for o in self.options}
+        for name in raw:
+            if name not in declared:
+                takes = ", ".join(declared) if declared else "no options"
+                raise InputError(
+                    f"model {spec!r}: {self.name} has no option {name!r}; it takes {takes} (see `dlmeval models`)"
+                )
+        return {n: o.parse(raw[n], spec, self.name) if n in raw else o.default for n, o in declared.items()}
+
+    def block_length(self, standin: bool = False) -> int | None:
+        """The block size the family's own sampler runs with (block diffusion), its stand-in's when ``standin``;
+        None for a family that does not sample in blocks."""
+        if self.attention != "block-causal":
+            return None
+        if standin and self.standin_block_length is not None:
+            return self.standin_block_length
+        block = self.generation.get("block_length")
+        return None if block is None else int(block)
 
     def facts(self) -> dict[str, Any]:
         """The family's facts as plain data (``dlmeval models --json``, docs)."""
@@ -205,7 +284,11 @@ class Family:
             "chat_template": self.chat_template,
             "checks": list(self.checks),
             "hub_ids": list(self.hub_ids),
-        }
+        } | (
+            {"options": {o.name: {"default": o.default, "help": o.help} for o in self.options}}
+            if self.options
+            else {}
+        )
 
 
 def _check_unique_forms(name: str, fam: Family) -> None:
@@ -226,15 +309,21 @@ _REGISTRY: Registry[Family] = Registry("model family", on_add=_check_unique_form
 _loaded = False
 
 
+def load_families() -> None:
+    """Import the modules of :data:`FAMILY_MODULES` (once): each registers its family. The registry finds the
+    families by name; no module of the layer below imports a family back."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for mod in FAMILY_MODULES:
+            importlib.import_module(mod)
+
+
 class _Families:
     """:data:`FAMILIES`: the registry, with the built-in family modules imported on first read."""
 
     def _ensure(self) -> Registry[Family]:
-        global _loaded
-        if not _loaded:
-            _loaded = True
-            for mod in FAMILY_MODULES:
-                importlib.import_module(mod)
+        load_families()
         return _REGISTRY
 
     def add(self, name: str, fam: Family, *, aliases: tuple[str, ...] = ()) -> Family:
@@ -263,23 +352,6 @@ class _Families:
 
 #: every model family; ``FAMILIES.get("dream")``, ``FAMILIES.values()``. Registration: ``FAMILIES.add(name, Family)``
 FAMILIES = _Families()
-
-
-def standin_loader(kind: str) -> Callable[[LoadOptions], Any]:
-    """``Family.load_standin`` of stand-in ``kind``: a checkpoint directory of
-    :mod:`dlmeval.models.standin_families` (one of its ``KINDS``), else a model :func:`dlmeval.models.tiny.tiny_model`
-    builds; seeded by the options, on their device (by default the CPU)."""
-
-    def load(opts: LoadOptions) -> Any:
-        from dlmeval.models import standin_families
-
-        if kind in standin_families.KINDS:
-            build = standin_families.load_family_standin
-        else:
-            from dlmeval.models.tiny import tiny_model as build
-        return build(kind, seed=opts.seed, device=opts.device or "cpu")
-
-    return load
 
 
 def path_loader(
@@ -320,9 +392,43 @@ def split_spec(spec: str) -> tuple[str, str]:
     return spec, ""
 
 
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``(spec without its options, {name: value text})``: ``toy:PATH?scale=2,tie=true`` ->
+    ``("toy:PATH", {"scale": "2", "tie": "true"})``; a spec without ``?`` (or an existing path that has one) has
+    none. A part that is not ``NAME=VALUE``, or a name given twice, raises :class:`InputError`."""
+    if not isinstance(spec, str) or "?" not in spec or Path(spec).exists():
+        return spec, {}
+    base, _, text = spec.partition("?")
+    raw: dict[str, str] = {}
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier():
+            raise InputError(
+                f"model spec {spec!r}: {part!r} is not NAME=VALUE; options follow the spec as {base}?NAME=VALUE,..."
+            )
+        if name in raw:
+            raise InputError(f"model spec {spec!r}: option {name!r} is given twice")
+        raw[name] = value.strip()
+    return base, raw
+
+
 def family_for_spec(spec: str) -> tuple[Family, str, bool]:
     """``(family, path, is_standin)`` of a spec string; an unknown form raises :class:`InputError` listing the
-    forms."""
+    forms, and so does an option the family does not declare or a bad option value (:func:`resolve_spec`)."""
+    fam, path, standin, _ = resolve_spec(spec)
+    return fam, path, standin
+
+
+def resolve_spec(spec: str) -> tuple[Family, str, bool, dict[str, Any]]:
+    """``(family, path, is_standin, options)`` of a spec string: the family's options checked and converted
+    (:meth:`Family.parse_options`)."""
+    base, raw = split_options(spec)
+    fam, path, standin = _family_for(base, spec)
+    return fam, path, standin, fam.parse_options(raw, spec)
+
+
+def _family_for(spec: str, full: str) -> tuple[Family, str, bool]:
     head, path = split_spec(spec)
     fams = FAMILIES.values()
     for fam in fams:
@@ -336,9 +442,9 @@ def family_for_spec(spec: str) -> tuple[Family, str, bool]:
                 return fam, path, False
     standins = [f.standin for f in fams if f.standin]
     if head.startswith("tiny-"):
-        raise InputError(f"unknown model spec {spec!r}; the stand-ins are {', '.join(standins)}")
+        raise InputError(f"unknown model spec {full!r}; the stand-ins are {', '.join(standins)}")
     raise InputError(
-        f"unknown model spec {spec!r}; the forms are {', '.join(f.spec for f in fams)} and the stand-ins "
+        f"unknown model spec {full!r}; the forms are {', '.join(f.spec for f in fams)} and the stand-ins "
         f"{', '.join(standins)} (see `dlmeval models`)"
     )
 

@@ -8,7 +8,8 @@ from torch import nn
 from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut
-from dlmeval.models.family import Family, LoadOptions, register_family, standin_loader
+from dlmeval.models.family import Family, LoadOptions, register_family
+from dlmeval.models.tiny import register_standin, standin_loader
 
 # (trunk attribute, head attributes applied in order) for the architectures whose head we can split off, so the
 # memory-lean path projects only requested positions. Anything else falls back to full logits and a gather.
@@ -138,6 +139,46 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
         dtype=dt,
     )
 
+
+def tiny_bert(*, seed: int = 0, device=None, layers: int = 2, hidden: int = 32) -> HFMaskedLM:
+    """``tiny-bert``: a random BERT masked LM over :func:`dlmeval.models.tiny.tiny_tokenizer`'s words (seed 0: the
+    shipped weights of :mod:`dlmeval.models.standin_weights`)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from dlmeval.models.base import resolve_device
+    from dlmeval.models.standin_weights import load_into
+    from dlmeval.models.tiny import tiny_tokenizer, tiny_vocab_size
+
+    dev = resolve_device(device)
+    name = "tiny-bert"
+    cfg = BertConfig(
+        vocab_size=tiny_vocab_size(),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=0,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        m = BertForMaskedLM(cfg)
+    load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
+    m = m.to(dev).eval()
+    return HFMaskedLM(
+        m,
+        tiny_tokenizer("bert"),
+        name=name,
+        source=f"tiny:bert:seed={seed}",
+        max_length=128,
+        device=dev,
+        dtype=torch.float32,
+    )
+
+
+register_standin("bert", tiny_bert)
 
 FAMILY = register_family(
     Family(

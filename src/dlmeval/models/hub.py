@@ -83,11 +83,19 @@ def local_files_only(path: str, allow_download: bool) -> bool:
     why = _unreachable(host, port)
     if why is None:
         return False
-    from dlmeval.models.registry import _in_hub_cache
-
-    if _in_hub_cache(path):
+    if in_hub_cache(path):
         return True
     raise ModelNotFoundError(
         f"cannot fetch {path!r}: the Hugging Face hub at {label} is not reachable ({why}); check the network "
         "(HF_ENDPOINT, HTTPS_PROXY), or pass a local directory"
     )
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether a hub id is already in the local Hugging Face cache (loadable offline)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # not a valid repo id, or no hub library: not cached
+        return False

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dlmeval.errors import CheckpointError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family, standin_loader
+from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
 from dlmeval.models.remote import remote_loader
+from dlmeval.models.tiny import register_standin, standin_loader
 
 LLADA_MASK_ID = 126336
 LLADA_EOS_ID = 126081
@@ -61,6 +62,16 @@ def _load(path: str, opts: LoadOptions) -> LLaDALM:
     _refuse_moe(path)
     return remote_loader("llada")(path, opts)
 
+
+def tiny_llada(**kw) -> LLaDALM:
+    """``tiny-llada`` (keywords of :func:`dlmeval.models.standins.load_standin`): a checkpoint directory with
+    ``auto_map`` and dlmeval's own LLaDA-interface code, loaded by :func:`load_llada`."""
+    from dlmeval.models.standins import load_standin
+
+    return load_standin("llada", load_llada, **kw)
+
+
+register_standin("llada", tiny_llada)
 
 FAMILY = register_family(
     Family(

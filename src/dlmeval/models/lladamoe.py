@@ -18,6 +18,7 @@ Quirks kept here (docs/models.md, "LLaDA-MoE"):
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -26,7 +27,9 @@ import torch
 from dlmeval.errors import InputError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
-from dlmeval.models.family import Family, path_loader, register_family, standin_loader
+from dlmeval.models.family import Family, path_loader, register_family
+from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
+from dlmeval.models.tiny import standin_loader
 
 #: LLaDA2's published defaults (``modeling_llada2_moe.generate``: eos_id 156892, mask_id 156895), the same
 #: tokenizer family; used only when neither the config nor the tokenizer names them (with a warning)
@@ -77,6 +80,89 @@ def load_lladamoe(path: str, **kw) -> LLaDAMoELM:
         )
     return load_remote_family(FAMILY, path, **kw)
 
+
+MOE_SPECIALS = ["<|endoftext|>", "<|role_start|>", "<|role_end|>", "<|mask|>", "[UNK]"]
+MOE_CHAT = (
+    "{% for m in messages %}{{ '<|role_start|>' + m['role'] + '<|role_end|>' + m['content'] + '<|role_end|>' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|role_start|>assistant<|role_end|>' }}{% endif %}"
+)
+#: dlmeval's own MoE code for the stand-in (``assets/standins``), copied into its directory
+MOE_CODE = ("standin_layers.py", "configuration_tiny_lladamoe.py", "modeling_tiny_lladamoe.py")
+
+
+def _standin_files(kind: str, out: Path, hidden: int, layers: int):
+    """``tiny-llada-moe``: ``model_type: llada`` (as released) with ``auto_map`` and dlmeval's own MoE code (softmax
+    top-k routing, a shared expert, a dense first layer, per-head q/k norm), the ``<|mask|>`` / ``<|role_end|>``
+    tokenizer."""
+    import shutil
+
+    from dlmeval.models.standin_families import fast_tokenizer
+    from dlmeval.models.standins import ASSETS, _padded
+
+    for f in MOE_CODE:
+        shutil.copyfile(ASSETS / f, out / f)
+    tok, vocab = fast_tokenizer(
+        out,
+        MOE_SPECIALS,
+        bos=None,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        mask_token="<|mask|>",
+        additional_special_tokens=["<|role_start|>", "<|role_end|>"],
+        chat_template=MOE_CHAT,
+    )
+    v = _padded(len(vocab))
+    cfg = {
+        "model_type": "llada",  # as the released LLaDA-MoE-7B-A1B config.json (dllm: edit it to lladamoe)
+        "architectures": ["TinyLLaDAMoEModelLM"],
+        "auto_map": {
+            "AutoConfig": "configuration_tiny_lladamoe.TinyLLaDAMoEConfig",
+            "AutoModel": "modeling_tiny_lladamoe.TinyLLaDAMoEModelLM",
+        },
+        "vocab_size": v,
+        "hidden_size": hidden,
+        "dense_intermediate_size": 2 * hidden,
+        "expert_intermediate_size": hidden // 2,
+        "shared_expert_intermediate_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_layer_freq": [0] + [1] * (layers - 1),
+        "qk_layernorm": True,
+        "max_position_embeddings": 128,
+        "rope_theta": 10000.0,
+        "mask_token_id": vocab["<|mask|>"],
+        "eos_token_id": vocab["<|endoftext|>"],
+        "pad_token_id": vocab["<|endoftext|>"],
+        "tie_word_embeddings": False,
+    }
+    mask, start = vocab["<|mask|>"], []
+    return tok, vocab, cfg, mask, start
+
+
+def _standin_module(kind: str, out: Path, cfg: dict):
+    """dlmeval's own remote code, already copied into ``out``."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(str(out), trust_remote_code=True, local_files_only=True)
+    return AutoModel.from_config(config, trust_remote_code=True)
+
+
+# the stand-in's code in its directory is dlmeval's own: loaded with trust_remote_code (a user checkpoint needs
+# --trust-remote-code)
+register_checkpoint_standin(
+    "lladamoe",
+    CheckpointStandin(
+        files=_standin_files,
+        module=_standin_module,
+        adapter=LLaDAMoELM,
+        load=functools.partial(load_lladamoe, trust_remote_code=True),
+        source=__file__,
+        code_files=MOE_CODE,
+    ),
+)
 
 FAMILY = register_family(
     Family(

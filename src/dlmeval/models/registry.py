@@ -12,6 +12,10 @@ spec                   meaning
 ``tiny-bert`` etc.     each family's tiny stand-in for tests (tiny-bert, tiny-llada, tiny-dream, tiny-causal)
 =====================  =================================================================================
 
+A family's own options follow its spec after a ``?`` (``toy:PATH?scale=2,tie=true``): the family declares them
+(``Family.options``), the registry refuses an unknown one or a bad value in one line before anything loads, and
+the loaded model's identity names them.
+
 The table is what the built-in families register; ``dlmeval models`` lists every registered family (a new one
 adds its forms by registering, docs/models.md "Adding a family"). ``PATH`` may be a hub id only with
 ``allow_download=True`` (``--allow-download``); by default dlmeval never touches the network.
@@ -19,26 +23,16 @@ adds its forms by registering, docs/models.md "Adding a family"). ``PATH`` may b
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dlmeval.errors import InputError, ModelNotFoundError
-from dlmeval.models.family import FAMILIES, Family, LoadOptions, family_for_spec
+from dlmeval.models.family import FAMILIES, Family, LoadOptions, family_for_spec, resolve_spec
+from dlmeval.models.hub import in_hub_cache as _in_hub_cache
+from dlmeval.models.validate import SUPPORTED_TRANSFORMERS, transformers_status  # noqa: F401  (re-exported)
 from dlmeval.models.validate import first_line as _first_line
-
-#: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
-#: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
-SUPPORTED_TRANSFORMERS = ">=4.56,<4.58"
-
-
-def transformers_status() -> tuple[str, bool]:
-    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``."""
-    import transformers
-    from packaging.specifiers import SpecifierSet
-
-    v = transformers.__version__
-    return v, v in SpecifierSet(SUPPORTED_TRANSFORMERS)
 
 
 @dataclass(frozen=True)
@@ -118,16 +112,6 @@ def _check_kind(spec: str, fam: Family, role: str) -> None:
         what = "an autoregressive" if fam.kind == "causal" else "a diffusion"
         need = "a diffusion LM" if role == "diffusion" else "an autoregressive model"
         raise InputError(f"{spec!r} is {what} model; {need} is needed here (see `dlmeval models`)")
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Whether a hub id is already in the local Hugging Face cache (loadable offline)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # not a valid repo id, or no hub library: not cached
-        return False
 
 
 def check_settings(device: str | None = None, dtype: str | None = None, seed: int = 0) -> None:
@@ -217,12 +201,19 @@ def load_diffusion(
 
 
 def _load(spec, role: str, opts: LoadOptions):
-    fam, path, standin = family_for_spec(spec)
+    fam, path, standin, options = resolve_spec(spec)
     _check_kind(spec, fam, role)
+    opts = dataclasses.replace(opts, model_options=options)
     if standin:
         _check_tiny_dtype(spec, opts.dtype)
-        return fam.load_standin(opts)
-    return fam.load(path, opts)
+        model = fam.load_standin(opts)
+    else:
+        model = fam.load(path, opts)
+    if (
+        options
+    ):  # the family's options are part of what the model is: its identity (and so its runs) name them
+        model.identity_extra = {**getattr(model, "identity_extra", {}), "options": dict(options)}
+    return model
 
 
 def _load_diffusion(spec, device, dtype, trust_remote_code, allow_download, seed):

@@ -14,12 +14,11 @@ from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
 from dlmeval.models.family import Family, LoadOptions
+from dlmeval.models.validate import SUPPORTED_TRANSFORMERS, transformers_status
 
 
 def version_note(family: str) -> list[str]:
     """A warning when the installed transformers is outside the range the families' remote code runs on."""
-    from dlmeval.models.registry import SUPPORTED_TRANSFORMERS, transformers_status
-
     version, ok = transformers_status()
     if ok:
         return []

@@ -1,7 +1,9 @@
-"""Tiny stand-ins of the AR-converted, encoder and MoE families (A2D MDLM / BD3LM, DiffuLLaMA, BERT-Chat,
-LLaDA-MoE), written as checkpoint directories laid out like the released ones and loaded by the families' own
+"""Tiny stand-ins written as checkpoint directories laid out like the released ones and loaded by the families' own
 loaders, so every test on them runs through the real load path (as :mod:`dlmeval.models.standins` does for
-LLaDA and Dream).
+LLaDA and Dream): the building and training shared by the AR-converted, encoder and MoE families (A2D MDLM /
+BD3LM, DiffuLLaMA, BERT-Chat, LLaDA-MoE). What a directory holds is the family's own, in its module
+(:class:`CheckpointStandin`: its tokenizer and config, its network, its adapter and loader, registered with
+:func:`register_checkpoint_standin`); this module imports no family.
 
 =================  ==========================================================================================
 stand-in           what the directory is
@@ -28,48 +30,81 @@ their weights (:mod:`dlmeval.models.standin_weights`), so they are the same byte
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from dlmeval.models.bert_chat import BERT_CHAT_TEMPLATE
 from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
-from dlmeval.models.tiny import word_level
+from dlmeval.models.tiny import register_standin, word_level
 
-KINDS = ("a2d", "a2d-qwen3", "a2d-bd3lm", "diffullama", "bert-chat", "lladamoe")
 BUILD_VERSION = 1
 TRAIN_STEPS = 120
-#: the block size the tiny BD3LM stand-in is trained with (dllm's released models: 32)
-TINY_BD3LM_BLOCK = 4
 
-QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>", "[UNK]"]
-QWEN_CHAT = (
-    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
-LLAMA_SPECIALS = ["<unk>", "<s>", "</s>", "[MASK]"]
-MOE_SPECIALS = ["<|endoftext|>", "<|role_start|>", "<|role_end|>", "<|mask|>", "[UNK]"]
-MOE_CHAT = (
-    "{% for m in messages %}{{ '<|role_start|>' + m['role'] + '<|role_end|>' + m['content'] + '<|role_end|>' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|role_start|>assistant<|role_end|>' }}{% endif %}"
-)
-BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-MOE_CODE = ("standin_layers.py", "configuration_tiny_lladamoe.py", "modeling_tiny_lladamoe.py")
+
+@dataclass(frozen=True)
+class CheckpointStandin:
+    """A family's stand-in ``kind``, as its module registers it (:func:`register_checkpoint_standin`).
+
+    ``files(kind, out, hidden, layers)`` writes the tokenizer (and any code files) into the directory ``out`` and
+    returns ``(tokenizer, vocab, config dict, mask id, start ids)`` (``start``: the ids every training row begins
+    with, BOS / [CLS]); ``module(kind, out, config)`` a freshly initialised network of that config (called under
+    the stand-in's seed); ``adapter`` the class it is trained through; ``load(path, *, device, dtype, name)`` the
+    family's loader; ``logits(model, ids)`` the training forward where it is not the adapter's plain one (BD3LM:
+    block-causal); ``source`` and ``code_files`` (under ``assets/standins``) are hashed into the cache key."""
+
+    files: Callable[..., tuple]
+    module: Callable[..., Any]
+    adapter: type
+    load: Callable[..., Any]
+    logits: Callable[..., torch.Tensor] | None = None
+    source: str = ""
+    code_files: tuple[str, ...] = ()
+
+
+#: kind -> its family's stand-in, registered by the family's module
+_STANDINS: dict[str, CheckpointStandin] = {}
+
+
+def register_checkpoint_standin(kind: str, standin: CheckpointStandin) -> None:
+    """Register stand-in ``kind`` (``tiny-<kind>``) and its builder for :func:`dlmeval.models.tiny.tiny_model`."""
+    _STANDINS[kind] = standin
+    register_standin(kind, functools.partial(load_family_standin, kind))
+
+
+def kinds() -> tuple[str, ...]:
+    """The registered checkpoint stand-ins (every family module imported first)."""
+    from dlmeval.models.family import load_families
+
+    load_families()  # the family modules register their stand-ins on import
+    return tuple(_STANDINS)
+
+
+def _standin(kind: str) -> CheckpointStandin:
+    if kind not in _STANDINS and kind not in kinds():
+        raise ValueError(f"no stand-in for {kind!r}; choose one of {', '.join(_STANDINS)}")
+    return _STANDINS[kind]
 
 
 def _code_hash() -> str:
     h = hashlib.sha256(f"{BUILD_VERSION}:{TRAIN_STEPS}".encode())
     h.update(" ".join(_words()).encode())
-    for f in MOE_CODE:
-        h.update((ASSETS / f).read_bytes())
+    for kind in sorted(kinds()):
+        st = _STANDINS[kind]
+        for f in st.code_files:
+            h.update((ASSETS / f).read_bytes())
+        if st.source:
+            h.update(Path(st.source).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:12]
 
 
-def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
+def fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
     from tokenizers import decoders, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -100,62 +135,15 @@ def _fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles)
     return tok, vocab
 
 
-def _qwen_cfg(kind: str, v: int, vocab: dict, hidden: int, layers: int) -> dict:
-    qwen3 = kind == "a2d-qwen3"
-    cfg = {
-        "model_type": "a2d-qwen3" if qwen3 else "a2d-qwen2",
-        "vocab_size": v,
-        "hidden_size": hidden,
-        "intermediate_size": 2 * hidden,
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 128,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
-        "tie_word_embeddings": False,
-        "bos_token_id": vocab["<|endoftext|>"],
-        "eos_token_id": vocab["<|endoftext|>"],
-        "use_sliding_window": False,
-    }
-    if qwen3:
-        cfg["head_dim"] = hidden // 4
-    if kind == "a2d-bd3lm":
-        cfg["block_size"] = TINY_BD3LM_BLOCK  # read by the loader (a released config without it: dllm's 32)
-    return cfg
-
-
 def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: int):
     """A freshly initialised module of ``cfg`` (seeded) wrapped in the family adapter, for training."""
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
-
-    from dlmeval.models.a2d import A2D_TYPES, A2DLM
     from dlmeval.models.base import DiffusionLM
 
+    fam = _standin(kind)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        if kind.startswith("a2d") or kind == "diffullama":
-            base = A2D_TYPES.get(cfg["model_type"], "llama")
-            d = {k: v for k, v in cfg.items() if k != "model_type"}
-            module = AutoModelForCausalLM.from_config(AutoConfig.for_model(base, **d))
-            if kind == "diffullama":
-                from dlmeval.models.diffullama import DiffuLLaMALM
-
-                cls = DiffuLLaMALM
-            else:
-                cls = A2DLM
-        elif kind == "bert-chat":
-            from dlmeval.models.bert_chat import BertChatLM
-
-            d = {k: v for k, v in cfg.items() if k != "model_type"}
-            module = AutoModelForMaskedLM.from_config(AutoConfig.for_model("modernbert", **d))
-            cls = BertChatLM
-        else:  # lladamoe: dlmeval's own remote code, already copied into ``out``
-            config = AutoConfig.from_pretrained(str(out), trust_remote_code=True, local_files_only=True)
-            module = AutoModel.from_config(config, trust_remote_code=True)
-            from dlmeval.models.lladamoe import LLaDAMoELM
-
-            cls = LLaDAMoELM
+        module = fam.module(kind, out, cfg)
+    cls = fam.adapter
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
     m: DiffusionLM = cls(
         module,
@@ -174,7 +162,9 @@ def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: i
 
 
 def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed: int) -> None:
-    """Masked-token training on successor sequences through the adapter (its alignment and attention)."""
+    """Masked-token training on successor sequences through the adapter (its alignment and attention; the
+    family's ``logits`` where it trains otherwise, BD3LM block-causally)."""
+    logits = _standin(kind).logits
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(m.module.parameters(), lr=3e-3, weight_decay=0.0)
     w = torch.tensor(words)
@@ -188,11 +178,8 @@ def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed:
         rate = torch.rand(32, 1, generator=g) * 0.5 + 0.1
         masked = (torch.rand(x0.shape, generator=g) < rate) & (torch.arange(16) >= len(start))
         xt = torch.where(masked, torch.full_like(x0, mask), x0)
-        if kind == "a2d-bd3lm":
-            from dlmeval.models.base import block_causal_mask
-
-            mask4, pos = block_causal_mask(None, xt.shape, TINY_BD3LM_BLOCK)
-            z = m._head(m._run_4d(xt, None, mask4, pos, False).last_hidden)
+        if logits is not None:
+            z = logits(m, xt)
         else:
             z = m.forward(xt, torch.ones_like(xt)).logits
         loss = torch.nn.functional.cross_entropy(z[masked], x0[masked])
@@ -204,126 +191,9 @@ def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed:
 
 def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
     """Write the checkpoint directory; ``weights=False`` writes everything but ``model.safetensors``."""
-    from dlmeval.models.standins import _padded, single_thread
+    from dlmeval.models.standins import single_thread
 
-    if kind.startswith("a2d"):
-        tok, vocab = _fast_tokenizer(
-            out,
-            QWEN_SPECIALS,
-            bos=None,
-            eos_token="<|endoftext|>",
-            pad_token="<|endoftext|>",
-            mask_token="<|mask|>",
-            additional_special_tokens=["<|im_start|>", "<|im_end|>"],
-            chat_template=QWEN_CHAT,
-        )
-        cfg = _qwen_cfg(kind, _padded(len(vocab)), vocab, hidden, layers)
-        mask, start = vocab["<|mask|>"], []
-    elif kind == "diffullama":
-        tok, vocab = _fast_tokenizer(
-            out,
-            LLAMA_SPECIALS,
-            bos="<s>",
-            unk_token="<unk>",
-            bos_token="<s>",
-            eos_token="</s>",
-            mask_token="[MASK]",
-        )
-        cfg = {
-            "model_type": "llama",
-            "architectures": ["LlamaForCausalLM"],
-            "vocab_size": len(
-                vocab
-            ),  # DiffuLLaMA resizes the embeddings to len(tokenizer) (mask token added)
-            "hidden_size": hidden,
-            "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 4,
-            "max_position_embeddings": 128,
-            "rms_norm_eps": 1e-5,
-            "tie_word_embeddings": False,
-            "bos_token_id": vocab["<s>"],
-            "eos_token_id": vocab["</s>"],
-        }
-        mask, start = vocab["[MASK]"], [vocab["<s>"]]
-    elif kind == "bert-chat":
-        tok, vocab = _fast_tokenizer(
-            out,
-            BERT_SPECIALS,
-            bos=None,
-            bert=True,
-            template="bert",
-            cls_token="[CLS]",
-            sep_token="[SEP]",
-            pad_token="[PAD]",
-            eos_token="[PAD]",  # dllm: a BERT tokenizer without EOS gets its pad token as EOS
-            mask_token="[MASK]",
-            chat_template=BERT_CHAT_TEMPLATE,
-        )
-        cfg = {
-            "model_type": "modernbert",
-            "architectures": ["ModernBertForMaskedLM"],
-            "vocab_size": len(vocab),
-            "hidden_size": hidden,
-            "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 128,
-            "global_attn_every_n_layers": 1,
-            "local_attention": 16,
-            "pad_token_id": vocab["[PAD]"],
-            "cls_token_id": vocab["[CLS]"],
-            "sep_token_id": vocab["[SEP]"],
-            "bos_token_id": vocab["[CLS]"],
-            "eos_token_id": vocab["[SEP]"],
-            "embedding_dropout": 0.0,
-            "attention_dropout": 0.0,
-            "mlp_dropout": 0.0,
-            "reference_compile": False,
-        }
-        mask, start = vocab["[MASK]"], [vocab["[CLS]"]]
-    else:  # lladamoe
-        for f in MOE_CODE:
-            shutil.copyfile(ASSETS / f, out / f)
-        tok, vocab = _fast_tokenizer(
-            out,
-            MOE_SPECIALS,
-            bos=None,
-            eos_token="<|endoftext|>",
-            pad_token="<|endoftext|>",
-            mask_token="<|mask|>",
-            additional_special_tokens=["<|role_start|>", "<|role_end|>"],
-            chat_template=MOE_CHAT,
-        )
-        v = _padded(len(vocab))
-        cfg = {
-            "model_type": "llada",  # as the released LLaDA-MoE-7B-A1B config.json (dllm: edit it to lladamoe)
-            "architectures": ["TinyLLaDAMoEModelLM"],
-            "auto_map": {
-                "AutoConfig": "configuration_tiny_lladamoe.TinyLLaDAMoEConfig",
-                "AutoModel": "modeling_tiny_lladamoe.TinyLLaDAMoEModelLM",
-            },
-            "vocab_size": v,
-            "hidden_size": hidden,
-            "dense_intermediate_size": 2 * hidden,
-            "expert_intermediate_size": hidden // 2,
-            "shared_expert_intermediate_size": hidden,
-            "num_hidden_layers": layers,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 4,
-            "num_experts": 4,
-            "num_experts_per_tok": 2,
-            "moe_layer_freq": [0] + [1] * (layers - 1),
-            "qk_layernorm": True,
-            "max_position_embeddings": 128,
-            "rope_theta": 10000.0,
-            "mask_token_id": vocab["<|mask|>"],
-            "eos_token_id": vocab["<|endoftext|>"],
-            "pad_token_id": vocab["<|endoftext|>"],
-            "tie_word_embeddings": False,
-        }
-        mask, start = vocab["<|mask|>"], []
+    tok, vocab, cfg, mask, start = _standin(kind).files(kind, out, hidden, layers)
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
     if not weights:
         return
@@ -344,32 +214,14 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
 def standin_dir(
     kind: str, *, seed: int = 0, layers: int = 2, hidden: int = 32, root: Path | None = None
 ) -> Path:
-    """The checkpoint directory of stand-in ``kind`` (one of :data:`KINDS`), built on first use."""
-    if kind not in KINDS:
-        raise ValueError(f"no stand-in for {kind!r}; choose one of {', '.join(KINDS)}")
+    """The checkpoint directory of stand-in ``kind`` (a registered one, :func:`kinds`), built on first use."""
+    _standin(kind)
     return cached_checkpoint(_build, _code_hash, kind, seed, layers, hidden, str(root) if root else None)
 
 
 def load_family_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):
     """Build (once) and load stand-in ``kind`` through its family loader, as a real checkpoint loads."""
     path = str(standin_dir(kind, seed=seed, layers=layers, hidden=hidden))
-    name = f"tiny-{kind}"
-    if kind.startswith("a2d"):
-        from dlmeval.models.a2d import load_a2d
-
-        m = load_a2d(path, bd3lm=kind == "a2d-bd3lm", device=device, dtype="float32", name=name)
-    elif kind == "diffullama":
-        from dlmeval.models.diffullama import load_diffullama
-
-        m = load_diffullama(path, device=device, dtype="float32", name=name)
-    elif kind == "bert-chat":
-        from dlmeval.models.bert_chat import load_bert_chat
-
-        m = load_bert_chat(path, device=device, dtype="float32", name=name)
-    else:
-        from dlmeval.models.lladamoe import load_lladamoe
-
-        # dlmeval's own code in the directory (written above); user checkpoints still need --trust-remote-code
-        m = load_lladamoe(path, device=device, dtype="float32", trust_remote_code=True, name=name)
+    m = _standin(kind).load(path, device=device, dtype="float32", name=f"tiny-{kind}")
     m.source = f"tiny:{kind}:seed={seed}"
     return m

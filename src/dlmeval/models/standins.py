@@ -358,19 +358,17 @@ def _train(module, kind: str, words: list[int], *, mask: int, bos: int, seed: in
         opt.step()
 
 
-def load_standin(kind: str, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):
-    """Build (once) and load the ``kind`` stand-in through its family loader, as a real checkpoint loads.
+def load_standin(kind: str, load, *, seed: int = 0, device=None, layers: int = 2, hidden: int = 32):
+    """Build (once) and load the ``kind`` stand-in through ``load``, its family's loader (``load_llada``,
+    ``load_dream``: the family's module passes it), as a real checkpoint loads.
 
     ``trust_remote_code=True`` is passed here because the code in the directory is dlmeval's own, written by
     :func:`standin_checkpoint`; user checkpoints still need ``--trust-remote-code``."""
+    from dlmeval.models.base import device_map_of, resolve_device
+
+    # the stand-ins load from checkpoint directories, so --device map places them as it places a real model
+    placed = device if device_map_of(device) else str(resolve_device(device))
     path = str(standin_checkpoint(kind, seed=seed, layers=layers, hidden=hidden))
-    if kind == "llada":
-        from dlmeval.models.llada import load_llada
-
-        m = load_llada(path, device=device, dtype="float32", trust_remote_code=True, name="tiny-llada")
-    else:
-        from dlmeval.models.dream import load_dream
-
-        m = load_dream(path, device=device, dtype="float32", trust_remote_code=True, name="tiny-dream")
+    m = load(path, device=placed, dtype="float32", trust_remote_code=True, name=f"tiny-{kind}")
     m.source = f"tiny:{kind}:seed={seed}"
     return m

@@ -14,9 +14,10 @@ because ``torch.nn.init`` draws other bits under another CPU instruction set.
 
 from __future__ import annotations
 
-import torch
+from collections.abc import Callable
+from typing import Any
 
-from dlmeval.models.base import device_map_of, resolve_device
+import torch
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<eos>", "<bos>"]
 TINY_WORDS = (
@@ -98,70 +99,43 @@ def _llama_config(seed_vocab: int, layers: int = 2, hidden: int = 32):
     )
 
 
+#: the stand-in builders by kind, each registered by its family's module (:func:`register_standin`)
+_STANDINS: dict[str, Callable[..., Any]] = {}
+
+
+def register_standin(kind: str, build: Callable[..., Any]) -> Callable[..., Any]:
+    """Register ``build(*, seed, device, layers, hidden)``, the builder of stand-in ``kind`` (``tiny_model(kind)``);
+    a family's module calls it for its stand-in, so this module never imports a family."""
+    _STANDINS[kind] = build
+    return build
+
+
+def standin_kinds() -> tuple[str, ...]:
+    """The registered stand-in kinds (every family module imported first)."""
+    from dlmeval.models.family import load_families
+
+    load_families()
+    return tuple(_STANDINS)
+
+
 def tiny_model(kind: str, *, seed: int = 0, device: str | None = "cpu", layers: int = 2, hidden: int = 32):
-    """Build a tiny stand-in: ``bert``, ``llada``, ``dream`` (DiffusionLM) or ``causal`` (CausalLM)."""
-    from dlmeval.models.standin_weights import load_into
+    """Build a tiny stand-in of a registered ``kind``: ``bert``, ``llada``, ``dream`` (DiffusionLM), ``causal``
+    (CausalLM), the checkpoint stand-ins of :mod:`dlmeval.models.standin_families` (``a2d``, ...)."""
+    if kind not in _STANDINS:
+        standin_kinds()  # the family modules register their builders on import
+    if kind not in _STANDINS:
+        raise ValueError(f"unknown tiny model kind {kind!r}; choose {', '.join(_STANDINS)}")
+    return _STANDINS[kind](seed=seed, device=device, layers=layers, hidden=hidden)
 
-    dev = resolve_device(device)
-    v = tiny_vocab_size()
-    name = f"tiny-{kind}"
-    if kind == "bert":
-        from transformers import BertConfig, BertForMaskedLM
 
-        from dlmeval.models.hf_mlm import HFMaskedLM
+def standin_loader(kind: str) -> Callable[[Any], Any]:
+    """``Family.load_standin`` of stand-in ``kind``: :func:`tiny_model` seeded by the load options, on their device
+    (by default the CPU)."""
 
-        cfg = BertConfig(
-            vocab_size=v,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=2,
-            intermediate_size=2 * hidden,
-            max_position_embeddings=128,
-            hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-            pad_token_id=0,
-        )
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            m = BertForMaskedLM(cfg)
-        load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
-        m = m.to(dev).eval()
-        return HFMaskedLM(
-            m,
-            tiny_tokenizer("bert"),
-            name=name,
-            source=f"tiny:bert:seed={seed}",
-            max_length=128,
-            device=dev,
-            dtype=torch.float32,
-        )
-    if kind in ("llada", "dream"):
-        from dlmeval.models.standins import load_standin
+    def load(opts) -> Any:
+        return tiny_model(kind, seed=opts.seed, device=opts.device or "cpu")
 
-        # the stand-ins load from checkpoint directories, so --device map places them as it places a real model
-        placed = device if device_map_of(device) else str(dev)
-        return load_standin(kind, seed=seed, device=placed, layers=layers, hidden=hidden)
-    if kind == "causal":
-        from transformers import LlamaForCausalLM
-
-        from dlmeval.models.causal import HFCausalLM
-
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            m = LlamaForCausalLM(_llama_config(v, layers, hidden))
-        load_into(m, f"{name}-s{seed}-l{layers}-h{hidden}")
-        m = m.to(dev).eval()
-        tok = tiny_tokenizer("llama")
-        return HFCausalLM(
-            m,
-            tok,
-            name=name,
-            source=f"tiny:causal:seed={seed}",
-            device=dev,
-            dtype=torch.float32,
-            max_length=128,
-        )
-    raise ValueError(f"unknown tiny model kind {kind!r}; choose bert, llada, dream or causal")
+    return load
 
 
 def tiny_t5(

@@ -45,6 +45,20 @@ TOKENIZER_FILES = (
 COPY_FIX = "copy them from the released checkpoint into the directory"
 
 
+#: the transformers releases the LLaDA and Dream remote code runs on (pinned in pyproject.toml; docs/models.md):
+#: 5.x fails inside both families' code, 4.55 and older do not take ``dtype=``
+SUPPORTED_TRANSFORMERS = ">=4.56,<4.58"
+
+
+def transformers_status() -> tuple[str, bool]:
+    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``."""
+    import transformers
+    from packaging.specifiers import SpecifierSet
+
+    v = transformers.__version__
+    return v, v in SpecifierSet(SUPPORTED_TRANSFORMERS)
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a family's directory must hold besides ``config.json``."""

@@ -318,16 +318,12 @@ def row_nfe(spec: LeaderboardSpec, row: Row, strategy: str) -> int:
     g = spec.care_base().generation
     if row.kind == "ar":
         return g.gen_tokens * AR_NFE_PER_TOKEN
-    fam, _, _ = family_for_spec(row.model)
+    fam, _, standin = family_for_spec(row.model)
     remasks = STRATEGIES[strategy].remasks if strategy in STRATEGIES else True
     schedule = "linear" if remasks else fam.native_schedule
     block = g.block_length
-    if fam.attention == "block-causal":
-        block = int(fam.generation.get("block_length", g.block_length or g.gen_tokens))
-        if fam.standin and row.model == fam.standin:
-            from dlmeval.models.standin_families import TINY_BD3LM_BLOCK
-
-            block = TINY_BD3LM_BLOCK
+    if fam.attention == "block-causal":  # the family's own block size (its stand-in's for a stand-in)
+        block = fam.block_length(standin) or g.block_length or g.gen_tokens
     return predict_nfe(
         g.gen_tokens,
         spec.steps,

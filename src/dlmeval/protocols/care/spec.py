@@ -136,9 +136,19 @@ def _strategies() -> tuple[str, ...]:
     return tuple(STRATEGIES)
 
 
+def _is_causal_spec(v: str) -> bool:
+    """Whether ``v`` names an autoregressive model (a registered family of kind ``causal``)."""
+    from dlmeval.models.family import family_for_spec
+
+    try:
+        return family_for_spec(v)[0].kind == "causal"
+    except InputError:
+        return False
+
+
 def _featurizer(v: Any, at: str) -> str:
     v = as_str(v, at)
-    if v not in FEATURIZERS and not v.startswith(("causal:", "default-ar", "tiny-causal")):
+    if v not in FEATURIZERS and not _is_causal_spec(v):
         raise InputError(
             f"spec: {at} = {v!r}; use minilm, ar (the evaluator's hidden states) or a causal model "
             "spec such as causal:PATH (e.g. GPT-2 XL, the paper's MAUVE backbone)"
