@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # (CPU only, small) or TORCH_INDEX=https://download.pytorch.org/whl/cu128 (CUDA 12.8).
 TORCH_INDEX ?=
 
-.PHONY: demo test venv system-deps lint format bench train-default clean
+.PHONY: demo test venv system-deps lint format bench train-default dist clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -45,6 +45,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
+
+# the wheel pip installs (dist/dlmeval-*.whl), built offline from this checkout with the venv's setuptools;
+# tests/test_dist.py builds it the same way and checks its metadata (every requirement bounded, no CUDA build)
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist .
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
