@@ -134,3 +134,7 @@ def test_cloze_items_are_a_function_of_the_texts():
     msg, conts = task.choice_request(items[1])
     assert msg.text == items[1].query and conts == [" " + c for c in items[1].choices]
     assert task.chance == 0.25 and "A) " in task.prompt(items[1]).text
+
+
+def test_longest_run_counts_back_to_back_repeats():
+    assert [demo.longest_run(x) for x in ([], [5], [1, 2, 2, 2, 3, 3], [7, 7, 7, 7])] == [0, 1, 3, 4]
