@@ -109,6 +109,12 @@ def test_robust_headline_reads_rdi_and_its_ci_and_refuses_a_run_at_chance():
     h = demo.robust_headline({"summary": summary, "guard": guard, "comparison": comp})
     assert h["verdict"].startswith("the diffusion LM degrades less") and h["acc_clean_ar"] == 0.7
     assert "+0.110 [+0.020, +0.200]" in "\n".join(h["lines"]) and "too small" not in "\n".join(h["lines"])
+    comp.loc[0, "wilcoxon_p"] = (
+        0.31  # the bootstrap CI alone: weak evidence, said so, and the paper's command
+    )
+    h = demo.robust_headline({"summary": summary, "guard": guard, "comparison": comp})
+    assert h["verdict"].startswith("weak evidence") and "(p = 0.31)" in h["verdict"]
+    assert demo.PAPER_COMMANDS["robust"] in h["lines"][-1]
     comp.loc[0, ["meaningful", "note"]] = [False, "not meaningful: default not above chance on clean input"]
     h = demo.robust_headline({"summary": summary, "guard": guard, "comparison": comp})
     assert "not meaningful" in h["verdict"] and demo.PAPER_COMMANDS["robust"] in h["lines"][-1]

@@ -493,14 +493,22 @@ def robust_headline(tables: dict) -> dict:
             f"  DLM - AR mean RDI advantage over {int(c['n_conditions'])} conditions "
             f"{ci_text(c['mean_adv'], c['ci_lo'], c['ci_hi'])}, Wilcoxon p = {c['wilcoxon_p']:.3g}"
         )
-        out.update(mean_adv=float(c["mean_adv"]), ci_lo=float(c["ci_lo"]), ci_hi=float(c["ci_hi"]))
-        if c["ci_lo"] > 0:
+        out.update(
+            mean_adv=float(c["mean_adv"]),
+            ci_lo=float(c["ci_lo"]),
+            ci_hi=float(c["ci_hi"]),
+            wilcoxon_p=float(c["wilcoxon_p"]),
+        )
+        side = "less" if c["ci_lo"] > 0 else "more"
+        if excludes_zero(c["ci_lo"], c["ci_hi"]) and c["wilcoxon_p"] < 0.05:
             out["verdict"] = (
-                "the diffusion LM degrades less than the AR model under noise (the CI excludes zero)"
+                f"the diffusion LM degrades {side} than the AR model under noise (the CI excludes zero and the "
+                f"Wilcoxon test agrees, p = {c['wilcoxon_p']:.3g})"
             )
-        elif c["ci_hi"] < 0:
+        elif excludes_zero(c["ci_lo"], c["ci_hi"]):
             out["verdict"] = (
-                "the diffusion LM degrades more than the AR model under noise (the CI excludes zero)"
+                f"weak evidence that the diffusion LM degrades {side} than the AR model: the bootstrap CI excludes "
+                f"zero, the Wilcoxon test over {int(c['n_conditions'])} conditions does not (p = {c['wilcoxon_p']:.3g})"
             )
         else:
             out["verdict"] = "no robustness difference between the two models (the CI includes zero)"
@@ -508,7 +516,7 @@ def robust_headline(tables: dict) -> dict:
         why = c["note"] if c is not None and c.get("note") else "no comparison"
         out["verdict"] = f"RDI is not meaningful here: {why}"
     lines.append(f"  verdict: {out['verdict']}.")
-    if not out["verdict"].startswith("the diffusion LM degrades less"):
+    if not out["verdict"].startswith("the diffusion LM degrades less"):  # the paper's finding, shown
         lines.append(
             "  The embedded models are too small to show the paper's finding (7-8B diffusion LMs more robust than "
             f"their AR peers): `{PAPER_COMMANDS['robust']}` runs it at the paper's scale."
