@@ -84,6 +84,18 @@ def test_care_headline_pairs_seeds_at_nominal_steps_and_at_equal_actual_passes()
     assert h["verdict"].startswith("the compute-matched reversal is shown")
     assert "too few" not in "\n".join(h["lines"])
 
+    # as the protocol stores it: the strategy's matched cell under the nominal steps that spend 16 passes (9),
+    # found through the compute_matched table
+    stored = items.copy()
+    m = stored["key"].str.startswith("cell/he-nfe16")
+    stored.loc[m, ["steps", "nfe_budget"]] = [9.0, np.nan]
+    table = pd.DataFrame(
+        [dict(strategy=s, nfe_budget=16, temperature=0.25, steps=st) for s, st in (("high_entropy", 9.0), ("none", 16.0))]
+    )  # fmt: skip
+    again = demo.care_headline(stored, spec, table)
+    assert again["matched"] == h["matched"] and again["nominal"] == h["nominal"]
+    assert demo.care_headline(stored, spec, table.iloc[1:])["matched"] is None  # no resolved cell: no test
+
     h = demo.care_headline(_care_items(0.0001, 0.0001), spec, None)
     assert (
         h["verdict"].startswith("no significant difference") and demo.PAPER_COMMANDS["care"] in h["lines"][-1]

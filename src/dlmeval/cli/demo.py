@@ -310,7 +310,7 @@ def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
     )
     model_run = res.model_runs.get(args.dlm)
     cells = store.get_run(model_run).items() if model_run else None
-    headline = care_headline(cells, spec, res.tables.get("headline"))
+    headline = care_headline(cells, spec, res.tables.get("compute_matched"))
     for line in headline["lines"]:
         log(line)
     log(f"  signature: {res.signature}")
@@ -331,11 +331,14 @@ def _cells(items):
     return c if len(c) and need <= set(c.columns) else None
 
 
-def care_headline(items, spec, headline_table) -> dict:
+def care_headline(items, spec, matched_table=None) -> dict:
     """MAUVE of the headline pair at the spec's nominal steps (the sweep: the strategy spends more passes) and at
-    an equal actual-NFE budget (``[compute_matched]``: the baseline's cell at ``steps = budget`` against the
-    strategy's cell at that budget), each a paired t-test over the seeds; and the verdict on Care's reversal."""
+    an equal actual-NFE budget (``[compute_matched]``: each strategy's cell at the nominal steps that spend the
+    budget, as the protocol's ``compute_matched`` table resolved them; a cell provably the same as a sweep cell is
+    stored once, under its nominal steps), each a paired t-test over the seeds; and the verdict on Care's
+    reversal."""
     import numpy as np
+    import pandas as pd
 
     from dlmeval.stats import paired_ttest
 
@@ -365,8 +368,25 @@ def care_headline(items, spec, headline_table) -> dict:
             return c[budget_col.isna() & np.isclose(c["steps"].astype(float).fillna(-1), steps)]
         return c[np.isclose(budget_col.fillna(-1), nfe)]
 
+    def at_budget(strategy: str):
+        """The strategy's cells that spend the budget: stored under the budget, or under the nominal steps the
+        compute_matched table resolved it to."""
+        got = [sel(temp_m, nfe=budget)]
+        if matched_table is not None and len(matched_table):
+            m = matched_table[
+                (matched_table["strategy"] == strategy)
+                & np.isclose(matched_table["nfe_budget"].astype(float), budget)
+                & np.isclose(matched_table["temperature"].astype(float), temp_m)
+            ]
+            if len(m):
+                got.append(sel(temp_m, steps=float(m["steps"].iloc[0])))
+        elif strategy == h.baseline:
+            got.append(sel(temp_m, steps=budget))  # the baseline decodes one token per pass
+        c = pd.concat(got)
+        return c[c["strategy"] == strategy]
+
     nominal = sel(temp, steps=spec.headline_steps)
-    base_matched, strat_matched = sel(temp_m, steps=budget), sel(temp_m, nfe=budget)
+    base_matched, strat_matched = at_budget(h.baseline), at_budget(h.strategy)
 
     def pair(a_rows, b_rows):
         a = a_rows[a_rows["strategy"] == h.baseline].drop_duplicates("seed").set_index("seed")
