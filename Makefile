@@ -29,7 +29,7 @@ system-deps:
 	@scripts/system-deps.sh
 
 # the demo's data: the data directory dlmeval reads (DLMEVAL_DATA, ../shared/data beside a checkout) when it holds
-# the demo's files, else `dlmeval data fetch demo` downloads them (4 MB, hashes verified) into the user data dir
+# the demo's files, else `dlmeval data fetch demo` downloads them (3.3 MB, hashes verified) into the user data dir
 demo: $(STAMP) system-deps
 	$(BIN)/dlmeval data fetch demo --if-missing
 	$(BIN)/dlmeval demo
