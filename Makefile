@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # (CPU only, small) or TORCH_INDEX=https://download.pytorch.org/whl/cu128 (CUDA 12.8).
 TORCH_INDEX ?=
 
-.PHONY: demo test venv system-deps lint format bench train-default clean
+.PHONY: demo test venv system-deps lint format bench train-default dist clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,7 +29,7 @@ system-deps:
 	@scripts/system-deps.sh
 
 # the demo's data: the data directory dlmeval reads (DLMEVAL_DATA, ../shared/data beside a checkout) when it holds
-# the demo's files, else `dlmeval data fetch demo` downloads them (4 MB, hashes verified) into the user data dir
+# the demo's files, else `dlmeval data fetch demo` downloads them (3.3 MB, hashes verified) into the user data dir
 demo: $(STAMP) system-deps
 	$(BIN)/dlmeval data fetch demo --if-missing
 	$(BIN)/dlmeval demo
@@ -45,6 +45,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
+
+# the wheel pip installs (dist/dlmeval-*.whl), built offline from this checkout with the venv's setuptools;
+# tests/test_dist.py builds it the same way and checks its metadata (every requirement bounded, no CUDA build)
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist .
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done

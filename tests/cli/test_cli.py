@@ -71,7 +71,8 @@ def test_quick_demo_records_a_run_with_its_signature(tmp_path, capsys):
     first = res["stages"]["sample"]
     sample = RunStore(store).get_run(first["run_id"])
     assert sample.signature.kind == "sample" and len(sample.done_keys()) == 3
-    assert sample.signature.config["temperature"] == 1.0 and sample.signature.config["block_length"] == 8
+    assert sample.signature.config["temperature"] == 1.0 and sample.signature.config["block_length"] == 4
+    assert sample.signature.config["top_p"] == 0.8 and 1 <= first["longest_run"] <= 32
     assert main(args) == 0
     third = json.loads(capsys.readouterr().out)["stages"]["sample"]
     assert third["run_id"] == first["run_id"] and third["distinct_2"] == first["distinct_2"]

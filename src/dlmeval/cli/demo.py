@@ -15,6 +15,16 @@ import time
 from pathlib import Path
 
 from dlmeval.cli.common import emit, model_kwargs
+from dlmeval.cli.demo_verdicts import (  # noqa: F401  (re-exported: the demo's verdict functions)
+    PAPER_COMMANDS,
+    care_headline,
+    ci_text,
+    correlation_verdict,
+    excludes_zero,
+    longest_run,
+    meta_headline,
+    robust_headline,
+)
 from dlmeval.cli.options import add_runtime_group
 
 SENTENCES = [
@@ -103,11 +113,11 @@ def sentence_stage(dlm, ar, store, seed: int, log) -> dict:
     return {"run_id": run.run_id, "signature": run.signature.short(), **summary}
 
 
-# The most readable settings of benchmarks/bench_sample_readability.py's grid on the default model (MODEL.md
-# "Readable samples": Distinct-2 0.81 over 24 webtext prompts, 1 of 24 samples with a token 4 times in a row).
-# Greedy decoding (temperature 0) repeats phrases and fills the tail with runs of "."; semi-autoregressive blocks
-# of 8 at temperature 1 with nucleus 0.9 do so least.
-DEMO_SAMPLE = {"strategy": "none", "temperature": 1.0, "top_p": 0.9, "block_length": 8, "length": 32}
+# Readable settings on the default model, from benchmarks/bench_sample_readability.py's grid (MODEL.md "Readable
+# samples"): semi-autoregressive blocks of 4 at temperature 1 with nucleus 0.8 left no token 4 times in a row in 24
+# webtext continuations at either of two seeds (longest runs 2 and 3; Distinct-2 0.84 / 0.86). Greedy decoding
+# repeats phrases; one block, blocks of 8, nucleus 0.9 or 0.95, or temperature 0.8 leave runs of "." (4 to 32 long).
+DEMO_SAMPLE = {"strategy": "none", "temperature": 1.0, "top_p": 0.8, "block_length": 4, "length": 32}
 DEMO_PROMPTS = [
     "The city council met on Monday to discuss",
     "Scientists at the university have found that",
@@ -128,15 +138,29 @@ def sample_stage(dlm, store, seed: int, log) -> dict:
     for r, p in zip(got.records, DEMO_PROMPTS):
         log(f"  {p} ... {r['text']}  [nfe {r['nfe']}]")
     d2 = distinct_n([r["text"] for r in got.records], 2)
+    run_max = max(longest_run(r["token_ids"]) for r in got.records)
     settings = ", ".join(f"{k} {v}" for k, v in DEMO_SAMPLE.items())
-    log(f"  ({settings}; Distinct-2 {d2:.2f}; a 22M-parameter model: fluent locally, not coherent)")
+    log(
+        f"  ({settings}; Distinct-2 {d2:.2f}, longest run of one token {run_max}; a 22M-parameter model: fluent "
+        "locally, not coherent)"
+    )
     log(f"  signature: {run.signature.short()}")
-    return {"run_id": run.run_id, "signature": run.signature.short(), "distinct_2": d2}
+    return {
+        "run_id": run.run_id,
+        "signature": run.signature.short(),
+        "distinct_2": d2,
+        "longest_run": run_max,
+    }
 
 
 # the shipped specs the demo's pillar stages run (tests swap in the tiny ones: tiny models have 128-token windows)
 CARE_SPEC = "care-mini"
 ROBUST_SPEC = "robust-mini"
+# the meta-evaluation stage: one real benchmark, enough outputs for a bootstrap CI of a correlation (about +-0.14
+# at n = 200), DiffScore beside the reference-based baselines on the very same outputs
+META_BENCHMARK = "SFHOT"
+META_LIMIT = 200
+META_FAMILIES = ("diffscore", "lexical", "embedding")
 
 
 def _runner_kwargs(args) -> dict:
@@ -149,17 +173,18 @@ def _runner_kwargs(args) -> dict:
 
 
 def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
-    """DiffScore-Fast and every baseline against human judgments on the first documents of two BARTScore sets."""
+    """DiffScore-Fast, ROUGE and BERTScore-style against the human judgments of one real benchmark
+    (:data:`META_BENCHMARK`, its first :data:`META_LIMIT` outputs), each correlation with its bootstrap CI."""
     from dlmeval.protocols.diffscore.meta_eval import SuiteOptions, run_suite
 
     opts = SuiteOptions(
-        benchmarks=("QAGS_XSUM", "SFHOT"),
-        limit=12,
+        benchmarks=(META_BENCHMARK,),
+        limit=META_LIMIT,
+        families=META_FAMILIES,
         dlm=args.dlm,
         ar=args.ar,
-        ar_max_refs=2,  # SFHOT has up to 8 references per output: two bound the AR baselines' cost
         fast=True,
-        bootstrap=200,
+        bootstrap=1000,
         device=args.device,
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
@@ -173,47 +198,44 @@ def meta_eval_stage(dlm, ar, store, args, out: Path, log) -> dict:
         command_line="dlmeval demo",
         models={args.dlm: dlm, args.ar: ar},
     )
-    from dlmeval.baselines.lexical import meteor_unavailable
-
-    if why := meteor_unavailable():
-        log(f"  METEOR not available: {why.split(' (')[0]}")
-    res = rep.results
-    res = res[res["primary"] & res["value"].notna()] if len(res) else res
-    if len(res):
-        best = res.sort_values("value", ascending=False).iloc[0]
-        log(
-            f"  {len(res)} correlations on {', '.join(opts.benchmarks)} (first {opts.limit} items each); "
-            f"highest: {best['label']} on {best['benchmark']} {best['dimension']} = {best['value']:.3f}"
-        )
+    headline = meta_headline(rep.results)
+    for line in headline["lines"]:
+        log(line)
     log(f"  signature: {rep.run.signature.short()}")
     return {
         "run_id": rep.run.run_id,
         "signature": rep.run.signature.short(),
         "run_ids": list(rep.components.values()),
+        **{k: v for k, v in headline.items() if k != "lines"},
     }
 
 
 def care_stage(dlm, ar, store, args, out: Path, log) -> dict:
-    """The Care protocol on the shipped ``care-mini`` spec (2 strategies x 2 seeds, 8 prompts)."""
+    """The Care protocol on the shipped ``care-mini`` spec: the headline pair at nominal steps and at an equal
+    actual-NFE budget, paired by seed."""
     from dlmeval.protocols.care import load_spec, run_care
 
     spec = load_spec(CARE_SPEC).replace(models=(args.dlm,), evaluator=args.ar)
     res = run_care(
         spec, store, out_dir=out / "care", models={args.dlm: dlm, args.ar: ar}, **_runner_kwargs(args)
     )
-    lb = res.tables.get("leaderboard")
-    if lb is not None and len(lb):
-        r, h = lb.iloc[0], spec.headline
-        log(
-            f"  MAUVE {h.baseline} {r.get(f'mauve_{h.baseline}', float('nan')):.3f} vs {h.strategy} "
-            f"{r.get(f'mauve_{h.strategy}', float('nan')):.3f} ({spec.generation.n_prompts} prompts: noisy by design)"
-        )
+    model_run = res.model_runs.get(args.dlm)
+    cells = store.get_run(model_run).items() if model_run else None
+    headline = care_headline(cells, spec, res.tables.get("compute_matched"))
+    for line in headline["lines"]:
+        log(line)
     log(f"  signature: {res.signature}")
-    return {"run_id": res.sweep_run, "signature": res.signature, "run_ids": list(res.model_runs.values())}
+    return {
+        "run_id": res.sweep_run,
+        "signature": res.signature,
+        "run_ids": list(res.model_runs.values()),
+        **{k: v for k, v in headline.items() if k != "lines"},
+    }
 
 
 def robust_stage(dlm, ar, store, args, out: Path, log) -> dict:
-    """The robustness protocol on the shipped ``robust-mini`` spec (10 ARC items x 2 conditions, IPM, D-GCG, probe)."""
+    """The robustness protocol on the shipped ``robust-mini`` spec: a task the embedded models answer above chance,
+    clean and perturbed, with RDI and the DLM's advantage over the AR model with its bootstrap CI."""
     from dlmeval.protocols.robust import PairSpec, load_spec, run_robust
 
     spec = load_spec(ROBUST_SPEC)
@@ -225,18 +247,29 @@ def robust_stage(dlm, ar, store, args, out: Path, log) -> dict:
         models={args.dlm: dlm, args.ar: ar},
         **_runner_kwargs(args),
     )
-    acc = res.tables.get("accuracy")
-    if acc is not None and len(acc):
-        log(f"  {len(acc)} accuracy rows (model x task x mode x condition)")
+    headline = robust_headline(res.tables)
+    for line in headline["lines"]:
+        log(line)
     log(f"  signature: {res.signature}")
-    return {"run_id": res.spec_run, "signature": res.signature, "run_ids": list(res.model_runs.values())}
+    return {
+        "run_id": res.spec_run,
+        "signature": res.signature,
+        "run_ids": list(res.model_runs.values()),
+        **{k: v for k, v in headline.items() if k != "lines"},
+    }
 
 
 # Pillar stages after the sentence stage: (title, callable(dlm, ar, store, args, out_dir, log) -> dict).
 STAGES: list[tuple[str, object]] = [
-    ("meta-evaluation: DiffScore-Fast and baselines vs human judgments (BARTScore subsets)", meta_eval_stage),
-    ("Care: remasking sampler sweep (care-mini spec)", care_stage),
-    ("robustness: default DLM vs default AR on perturbed ARC (robust-mini spec)", robust_stage),
+    (
+        "meta-evaluation: DiffScore-Fast, ROUGE and BERTScore-style vs human judgments (SFHOT)",
+        meta_eval_stage,
+    ),
+    (
+        "Care: remasking vs none at equal nominal steps and at equal actual passes (care-mini spec)",
+        care_stage,
+    ),
+    ("robustness: default DLM vs default AR under character and word noise (robust-mini spec)", robust_stage),
 ]
 
 

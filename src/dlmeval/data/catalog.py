@@ -263,10 +263,9 @@ GROUPS.add("bartscore", tuple(n for n in FILES.names() if n.startswith("bartscor
 GROUPS.add("tasks", ("gsm8k", "arc-challenge", "triviaqa", "humaneval"))
 GROUPS.add("reference-text", ("webtext-test", "lm1b-heldout"))
 GROUPS.add("corpus", tuple(n for n in FILES.names() if n.startswith("corpus-")))
-#: what `dlmeval demo` reads: the two meta-evaluation sets, Care's reference text, the robustness task
-GROUPS.add(
-    "demo", ("bartscore-QAGS_XSUM", "bartscore-SFHOT", "bartscore-LICENSE", "webtext-test", "arc-challenge")
-)
+#: what `dlmeval demo` reads: the meta-evaluation set (SFHOT) and its licence, the web text (Care's prompts and
+#: references, the robustness stage's cloze task)
+GROUPS.add("demo", ("bartscore-SFHOT", "bartscore-LICENSE", "webtext-test"))
 GROUPS.add("all", FILES.names())
 
 

@@ -5,6 +5,7 @@ Tasks (singletons; ``get_task(name)``, ``TASKS``)
     ``GSM8K_TASK``     open answer; the final number (``#### N``, ``\\boxed{N}``, "the answer is N", last number)
     ``ARC_CHALLENGE``  four options; a generated letter (the paper) or the likelihood argmax over options
     ``HELLASWAG``, ``BBH_TASK``  the Care paper's log-likelihood checks (lm-eval formats; a source is required)
+    ``WEBTEXT_CLOZE``  four continuations of a web-text passage (``cloze``): above chance for the embedded models
 
 Every task
     ``task.items(data_dir=None, path=None, limit=None, source=None)``  items from :mod:`dlmeval.data.tasks`
@@ -65,6 +66,7 @@ from dlmeval.tasks.base import (
     perturb_prompt,
 )
 from dlmeval.tasks.choice import BBH, BBH_TASK, HELLASWAG, HellaSwag
+from dlmeval.tasks.cloze import WEBTEXT_CLOZE, WebTextCloze
 from dlmeval.tasks.gsm8k import GSM8K, GSM8K_TASK, GSM8K_TEMPLATE, extract_gsm8k_answer
 from dlmeval.tasks.triviaqa import TRIVIAQA, TRIVIAQA_TEMPLATE, TriviaQA, alias_match, normalize_answer
 
@@ -86,6 +88,7 @@ register_task(GSM8K_TASK)
 register_task(ARC_CHALLENGE, "arc", "arc-challenge")
 register_task(HELLASWAG)
 register_task(BBH_TASK)
+register_task(WEBTEXT_CLOZE, "cloze")
 
 
 def get_task(name: str) -> Task:
@@ -113,6 +116,8 @@ __all__ = [
     "Task",
     "TriviaQA",
     "UserMessage",
+    "WEBTEXT_CLOZE",
+    "WebTextCloze",
     "alias_match",
     "arc_question",
     "argmax_choice",
