@@ -47,7 +47,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks
 
 # the wheel pip installs (dist/dlmeval-*.whl), built offline from this checkout with the venv's setuptools;
-# tests/test_dist.py builds it the same way and checks its metadata (every requirement bounded, no CUDA build)
+# tests/e2e/test_dist.py builds it the same way and checks its metadata (every requirement bounded, no CUDA build)
 dist: $(STAMP)
 	rm -rf dist
 	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist .
