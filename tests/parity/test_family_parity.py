@@ -55,7 +55,8 @@ def test_bd3lm_tokens_and_layout_equal_dllms_bd3lm_sampler(models, i):
     """dllm's BD3LMSampler (KV-cache prefix pass, blocks of 4): dlmeval's block sampler lays the prompt out as dllm
     does (left-padded with the pad id to whole blocks) and generates the same tokens, also for prompts that hold
     the pad id inside them (dllm treats it as padding; #34 item 11)."""
-    from dlmeval.sampling.block import BlockDiffusionSampler, block_layout
+    from dlmeval.sampling.block import BlockDiffusionSampler
+    from dlmeval.sampling.block_causal import block_layout
 
     m = models["tiny-a2d-bd3lm"]
     c = REC["a2d_bd3lm"]["generate"][i]
