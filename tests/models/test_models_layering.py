@@ -98,7 +98,7 @@ def test_nothing_above_models_imports_a_family_module():
 
 
 def test_every_stand_in_is_registered_by_its_family_module():
-    from dlmeval.models import standin_families, tiny
+    from dlmeval.models import standin_families, standins, tiny
     from dlmeval.models.family import FAMILIES
 
     kinds = tiny.standin_kinds()
@@ -112,6 +112,28 @@ def test_every_stand_in_is_registered_by_its_family_module():
         "bert-chat": "bert_chat",
         "lladamoe": "lladamoe",
     }
+    remote = {kind: Path(standins._RECIPES[kind].source).stem for kind in standins.kinds()}
+    assert remote == {"llada": "llada", "dream": "dream"}
     for fam in FAMILIES.values():
         if fam.standin:
             assert fam.load_standin is not None, fam.name
+
+
+def test_the_shared_stand_in_builder_names_no_family():
+    """What differs between the ``auto_map`` stand-ins (LLaDA, Dream) is their recipe, in the family's module: the
+    shared build / cache / training code holds no ``if kind == ...`` branch and no family's tokens or code files."""
+    tree = ast.parse((MODELS / "standins.py").read_text(encoding="utf-8"))
+    compared = [
+        c.value
+        for cmp in ast.walk(tree)
+        if isinstance(cmp, ast.Compare)
+        for c in ast.walk(cmp)
+        if isinstance(c, ast.Constant) and isinstance(c.value, str)
+    ]
+    assert compared == []
+    named = {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".py", "|>"))
+    }
+    assert named == set()

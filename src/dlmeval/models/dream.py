@@ -24,12 +24,15 @@ module (:mod:`dlmeval.models.family`).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, register_family
 from dlmeval.models.remote import remote_loader
-from dlmeval.models.tiny import register_standin, standin_loader
+from dlmeval.models.standins import RemoteCodeStandin, _padded, _words, register_remote_standin, write_json
+from dlmeval.models.tiny import standin_loader
 
 DREAM_MASK_ID = 151666
 DREAM_EOS_ID = 151643
@@ -66,15 +69,97 @@ def load_dream(path: str, **kw) -> DreamLM:
     return load_remote_family(FAMILY, path, **kw)
 
 
-def tiny_dream(**kw) -> DreamLM:
-    """``tiny-dream`` (keywords of :func:`dlmeval.models.standins.load_standin`): a checkpoint directory with
-    ``auto_map`` and Dream's interface, loaded by :func:`load_dream`."""
-    from dlmeval.models.standins import load_standin
+# the stand-in ``tiny-dream`` (:mod:`dlmeval.models.standins` builds, trains and caches it). What it reproduces of
+# the real code (issue 12): a 4-D boolean attention mask and position ids consumed as given (a 2-D mask is
+# refused); the output at ``i - 1`` predicts token ``i`` (trained with that shift); a *slow* tokenizer (no offsets)
+# that adds no BOS; ``<|im_end|>`` only in the chat template; ``diffusion_generate`` (Dream's sampler semantics); a
+# config whose ``bos_token_id`` is the tokenizer's EOS (as Dream's); a padded model vocabulary.
 
-    return load_standin("dream", load_dream, **kw)
+STANDIN_SPECIALS = ["<|unk|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|beginoftext|>", "<|mask|>"]
+STANDIN_CHAT = (
+    "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nyou are a helpful assistant .<|im_end|>\\n' }}"
+    "{% endif %}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 
 
-register_standin("dream", tiny_dream)
+def _standin_tokenizer(out: Path) -> dict[str, int]:
+    vocab = {t: i for i, t in enumerate(_words() + STANDIN_SPECIALS)}
+    write_json(out / "vocab.json", vocab)
+    write_json(
+        out / "tokenizer_config.json",
+        {
+            "tokenizer_class": "TinyDreamTokenizer",
+            "auto_map": {"AutoTokenizer": ["tokenization_tiny_dream.TinyDreamTokenizer", None]},
+            "add_bos_token": False,
+            "bos_token": "<|beginoftext|>",
+            "eos_token": "<|endoftext|>",
+            "pad_token": "<|endoftext|>",
+            "mask_token": "<|mask|>",
+            "unk_token": "<|unk|>",
+            "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+            "chat_template": STANDIN_CHAT,
+            "model_max_length": 128,
+            "clean_up_tokenization_spaces": False,
+        },
+    )
+    return vocab
+
+
+def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
+    """The tokenizer files of ``tiny-dream`` in ``out``; its vocabulary, config (``auto_map`` to dlmeval's
+    Dream-interface code), generation config, mask and BOS ids."""
+    vocab = _standin_tokenizer(out)
+    v = _padded(len(vocab))
+    eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mask|>"], vocab["<|beginoftext|>"]
+    cfg = {
+        "architectures": ["TinyDreamModel"],
+        "auto_map": {
+            "AutoConfig": "configuration_tiny_dream.TinyDreamConfig",
+            "AutoModel": "modeling_tiny_dream.TinyDreamModel",
+        },
+        "model_type": "Dream",
+        "vocab_size": v,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 128,
+        "mask_token_id": mask,
+        "bos_token_id": eos,  # Dream's config names <|endoftext|> as BOS; its tokenizer's BOS is <|beginoftext|>
+        "eos_token_id": eos,
+        "pad_token_id": eos,
+        "tie_word_embeddings": False,
+    }
+    gen = {
+        "alg": "origin",
+        "alg_temp": None,
+        "eps": 0.001,
+        "steps": 512,
+        "mask_token_id": None,
+        "bos_token_id": eos,
+        "eos_token_id": eos,
+        "pad_token_id": eos,
+    }
+    return vocab, cfg, gen, mask, bos
+
+
+register_remote_standin(
+    "dream",
+    RemoteCodeStandin(
+        files=_standin_files,
+        code_files=(
+            "standin_layers.py",
+            "configuration_tiny_dream.py",
+            "modeling_tiny_dream.py",
+            "tokenization_tiny_dream.py",
+        ),
+        load=load_dream,
+        logit_shift=1,  # the family's shift: the stand-in is trained with Dream's alignment
+        source=__file__,
+    ),
+)
 
 FAMILY = register_family(
     Family(

@@ -18,11 +18,14 @@ The family's facts are its registration at the end of this module (:mod:`dlmeval
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dlmeval.errors import CheckpointError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
 from dlmeval.models.remote import remote_loader
-from dlmeval.models.tiny import register_standin, standin_loader
+from dlmeval.models.standins import RemoteCodeStandin, _padded, _words, register_remote_standin
+from dlmeval.models.tiny import standin_loader, word_level
 
 LLADA_MASK_ID = 126336
 LLADA_EOS_ID = 126081
@@ -63,15 +66,96 @@ def _load(path: str, opts: LoadOptions) -> LLaDALM:
     return remote_loader("llada")(path, opts)
 
 
-def tiny_llada(**kw) -> LLaDALM:
-    """``tiny-llada`` (keywords of :func:`dlmeval.models.standins.load_standin`): a checkpoint directory with
-    ``auto_map`` and dlmeval's own LLaDA-interface code, loaded by :func:`load_llada`."""
-    from dlmeval.models.standins import load_standin
+# the stand-in ``tiny-llada`` (:mod:`dlmeval.models.standins` builds, trains and caches it). What it reproduces of
+# the real code (issue 12): the outer forward takes ``inputs_embeds`` (the inner model ``input_embeddings``) and
+# raises on any other keyword; a 2-D attention mask; a fast tokenizer that adds BOS and a Llama-3-style chat
+# template that starts with BOS; the mask token ``<|mdm_mask|>`` known to the config only (the tokenizer has no mask
+# role); EoT ``<|eot_id|>`` only in the chat template; a model vocabulary padded past the tokenizer's.
 
-    return load_standin("llada", load_llada, **kw)
+STANDIN_SPECIALS = [
+    "<|endoftext|>",
+    "<|startoftext|>",
+    "[UNK]",
+    "<|mdm_mask|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+]
+STANDIN_CHAT = (
+    "{% for m in messages %}{% set c = '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + "
+    "m['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set c = bos_token + c %}{% endif %}"
+    "{{ c }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% endif %}"
+)
 
 
-register_standin("llada", tiny_llada)
+def _standin_tokenizer(out: Path) -> dict[str, int]:
+    from tokenizers import decoders, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(_words() + STANDIN_SPECIALS)}
+    tk = word_level(vocab)
+    tk.post_processor = processors.TemplateProcessing(
+        single="<|startoftext|> $A",
+        pair="<|startoftext|> $A $B",
+        special_tokens=[("<|startoftext|>", vocab["<|startoftext|>"])],
+    )
+    tk.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        bos_token="<|startoftext|>",
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        unk_token="[UNK]",
+        additional_special_tokens=["<|mdm_mask|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+        model_max_length=128,
+    )
+    tok.chat_template = STANDIN_CHAT
+    tok.save_pretrained(str(out))
+    return vocab
+
+
+def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
+    """The tokenizer files of ``tiny-llada`` in ``out``; its vocabulary, config (``auto_map`` to dlmeval's
+    LLaDA-interface code), generation config, mask and BOS ids."""
+    vocab = _standin_tokenizer(out)
+    v = _padded(len(vocab))
+    eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mdm_mask|>"], vocab["<|startoftext|>"]
+    cfg = {
+        "architectures": ["TinyLLaDAModelLM"],
+        "auto_map": {
+            "AutoConfig": "configuration_tiny_llada.TinyLLaDAConfig",
+            "AutoModel": "modeling_tiny_llada.TinyLLaDAModelLM",
+            "AutoModelForCausalLM": "modeling_tiny_llada.TinyLLaDAModelLM",
+        },
+        "model_type": "llada",
+        "d_model": hidden,
+        "n_heads": 4,
+        "n_kv_heads": 4,
+        "n_layers": layers,
+        "mlp_hidden_size": 2 * hidden,
+        "vocab_size": v,
+        "embedding_size": v,
+        "max_sequence_length": 128,
+        "mask_token_id": mask,
+        "eos_token_id": eos,
+        "pad_token_id": eos,
+        "use_cache": False,
+        "tie_word_embeddings": False,
+    }
+    gen = {"bos_token_id": bos, "eos_token_id": eos}
+    return vocab, cfg, gen, mask, bos
+
+
+register_remote_standin(
+    "llada",
+    RemoteCodeStandin(
+        files=_standin_files,
+        code_files=("standin_layers.py", "configuration_tiny_llada.py", "modeling_tiny_llada.py"),
+        load=load_llada,
+        source=__file__,
+    ),
+)
 
 FAMILY = register_family(
     Family(

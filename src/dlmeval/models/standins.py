@@ -1,4 +1,5 @@
-"""Family stand-ins that load the way real LLaDA and Dream checkpoints load.
+"""Family stand-ins that load the way real remote-code checkpoints (LLaDA, Dream) load: the building, caching and
+training they share.
 
 :func:`standin_checkpoint` writes a tiny checkpoint directory in the cache: ``config.json`` with ``auto_map``,
 dlmeval's own model code (``assets/standins/*.py``, written from the families' published interfaces; no family
@@ -6,16 +7,9 @@ code is copied), the tokenizer files and ``model.safetensors``. :func:`load_stan
 loader (``load_llada`` / ``load_dream``: ``AutoConfig`` / ``AutoTokenizer`` / ``AutoModel`` with
 ``trust_remote_code=True``), so every test on ``tiny-llada`` / ``tiny-dream`` runs through the real load path.
 
-What each stand-in reproduces (what the real code exposed, issue 12):
-
-* LLaDA: the outer forward takes ``inputs_embeds`` (the inner model ``input_embeddings``) and raises on any other
-  keyword; a 2-D attention mask; a fast tokenizer that adds BOS and a Llama-3-style chat template that starts
-  with BOS; the mask token ``<|mdm_mask|>`` known to the config only (the tokenizer has no mask role); EoT
-  ``<|eot_id|>`` only in the chat template; a model vocabulary padded past the tokenizer's.
-* Dream: a 4-D boolean attention mask and position ids consumed as given (a 2-D mask is refused); the output at
-  ``i - 1`` predicts token ``i``; a *slow* tokenizer (no offsets) that adds no BOS; ``<|im_end|>`` only in the chat
-  template; ``diffusion_generate`` (Dream's sampler semantics); a config whose ``bos_token_id`` is the tokenizer's
-  EOS (as Dream's); a padded model vocabulary.
+What a directory holds is the family's own, in its module (:class:`RemoteCodeStandin`: its tokenizer files,
+config and generation config, code files, alignment and loader, registered with :func:`register_remote_standin`;
+what each reproduces of the real code, issue 12, is listed there); this module imports no family.
 
 Weights: initialised under ``torch.random.fork_rng`` from the seed and then trained for a few seconds on
 "successor" sequences (each word followed by the next word of :data:`TINY_WORDS`), with each family's own
@@ -34,28 +28,22 @@ shipped files by this training code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
-from dlmeval.models.tiny import TINY_WORDS, word_level
+from dlmeval.models.tiny import TINY_WORDS, register_standin
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "standins"
-CODE = {
-    "llada": ("standin_layers.py", "configuration_tiny_llada.py", "modeling_tiny_llada.py"),
-    "dream": (
-        "standin_layers.py",
-        "configuration_tiny_dream.py",
-        "modeling_tiny_dream.py",
-        "tokenization_tiny_dream.py",
-    ),
-}
 #: bump when the builder changes what it writes
 BUILD_VERSION = 1
 #: the model vocabularies are padded to a multiple of this past the tokenizer (LLaDA: 126,464 rows for a 126,349
@@ -63,28 +51,47 @@ BUILD_VERSION = 1
 VOCAB_MULTIPLE = 64
 TRAIN_STEPS = 150
 
-LLADA_SPECIALS = [
-    "<|endoftext|>",
-    "<|startoftext|>",
-    "[UNK]",
-    "<|mdm_mask|>",
-    "<|start_header_id|>",
-    "<|end_header_id|>",
-    "<|eot_id|>",
-]
-DREAM_SPECIALS = ["<|unk|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|beginoftext|>", "<|mask|>"]
 
-LLADA_CHAT = (
-    "{% for m in messages %}{% set c = '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + "
-    "m['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set c = bos_token + c %}{% endif %}"
-    "{{ c }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
-    "{% endif %}"
-)
-DREAM_CHAT = (
-    "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nyou are a helpful assistant .<|im_end|>\\n' }}"
-    "{% endif %}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
+@dataclass(frozen=True)
+class RemoteCodeStandin:
+    """A family's ``auto_map`` stand-in ``kind``, as its module registers it (:func:`register_remote_standin`).
+
+    ``files(out, *, hidden, layers)`` writes the tokenizer files into the directory ``out`` and returns ``(vocab,
+    config dict, generation config dict, mask id, bos id)`` (the config's ``auto_map`` names the code files);
+    ``code_files`` are the files of ``assets/standins`` copied into the directory (dlmeval's own code of the
+    family's interface); ``logit_shift`` is the family's alignment it is trained with (1: the output at ``i - 1``
+    predicts token ``i``, Dream's); ``load(path, *, device, dtype, trust_remote_code, name)`` is the family's
+    loader; ``source`` (the module's file) and ``code_files`` are hashed into the cache key."""
+
+    files: Callable[..., tuple]
+    code_files: tuple[str, ...]
+    load: Callable[..., object]
+    logit_shift: int = 0
+    source: str = ""
+
+
+#: kind -> its family's stand-in recipe, registered by the family's module
+_RECIPES: dict[str, RemoteCodeStandin] = {}
+
+
+def register_remote_standin(kind: str, recipe: RemoteCodeStandin) -> None:
+    """Register stand-in ``kind`` (``tiny-<kind>``) and its loader for :func:`dlmeval.models.tiny.tiny_model`."""
+    _RECIPES[kind] = recipe
+    register_standin(kind, functools.partial(load_standin, kind, recipe.load))
+
+
+def kinds() -> tuple[str, ...]:
+    """The registered ``auto_map`` stand-ins (every family module imported first)."""
+    from dlmeval.models.family import load_families
+
+    load_families()  # the family modules register their stand-ins on import
+    return tuple(_RECIPES)
+
+
+def _recipe(kind: str) -> RemoteCodeStandin:
+    if kind not in _RECIPES and kind not in kinds():
+        raise ValueError(f"no stand-in for {kind!r}; choose {' or '.join(_RECIPES)}")
+    return _RECIPES[kind]
 
 
 def _words() -> list[str]:
@@ -102,8 +109,11 @@ def _padded(n: int) -> int:
 def _code_hash() -> str:
     h = hashlib.sha256(f"{BUILD_VERSION}:{TRAIN_STEPS}:{VOCAB_MULTIPLE}".encode())
     h.update(" ".join(TINY_WORDS).encode())
-    for f in sorted({f for fs in CODE.values() for f in fs}):
+    recipes = [_RECIPES[k] for k in sorted(kinds())]
+    for f in sorted({f for r in recipes for f in r.code_files}):
         h.update((ASSETS / f).read_bytes())
+    for src in sorted({r.source for r in recipes if r.source}):
+        h.update(Path(src).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:12]
 
@@ -111,10 +121,9 @@ def _code_hash() -> str:
 def standin_checkpoint(
     kind: str, *, seed: int = 0, layers: int = 2, hidden: int = 32, root: Path | None = None
 ) -> Path:
-    """The directory of the ``kind`` (``llada`` / ``dream``) stand-in, built on first use (in ``root``, by default
-    ``<dlmeval cache>/standins``)."""
-    if kind not in CODE:
-        raise ValueError(f"no stand-in for {kind!r}; choose llada or dream")
+    """The directory of the ``kind`` (a registered one, :func:`kinds`: ``llada`` / ``dream``) stand-in, built on
+    first use (in ``root``, by default ``<dlmeval cache>/standins``)."""
+    _recipe(kind)
     return cached_checkpoint(_build, _code_hash, kind, seed, layers, hidden, str(root) if root else None)
 
 
@@ -199,57 +208,9 @@ def single_thread():
         torch.set_num_threads(n)
 
 
-def _write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj) -> None:
+    """``obj`` as indented JSON (the layout of every file the stand-ins write)."""
     path.write_text(json.dumps(obj, indent=1))
-
-
-def _llada_tokenizer(out: Path) -> dict[str, int]:
-    from tokenizers import decoders, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {t: i for i, t in enumerate(_words() + LLADA_SPECIALS)}
-    tk = word_level(vocab)
-    tk.post_processor = processors.TemplateProcessing(
-        single="<|startoftext|> $A",
-        pair="<|startoftext|> $A $B",
-        special_tokens=[("<|startoftext|>", vocab["<|startoftext|>"])],
-    )
-    tk.decoder = decoders.WordPiece(prefix="##", cleanup=True)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        bos_token="<|startoftext|>",
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-        unk_token="[UNK]",
-        additional_special_tokens=["<|mdm_mask|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
-        model_max_length=128,
-    )
-    tok.chat_template = LLADA_CHAT
-    tok.save_pretrained(str(out))
-    return vocab
-
-
-def _dream_tokenizer(out: Path) -> dict[str, int]:
-    vocab = {t: i for i, t in enumerate(_words() + DREAM_SPECIALS)}
-    _write_json(out / "vocab.json", vocab)
-    _write_json(
-        out / "tokenizer_config.json",
-        {
-            "tokenizer_class": "TinyDreamTokenizer",
-            "auto_map": {"AutoTokenizer": ["tokenization_tiny_dream.TinyDreamTokenizer", None]},
-            "add_bos_token": False,
-            "bos_token": "<|beginoftext|>",
-            "eos_token": "<|endoftext|>",
-            "pad_token": "<|endoftext|>",
-            "mask_token": "<|mask|>",
-            "unk_token": "<|unk|>",
-            "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
-            "chat_template": DREAM_CHAT,
-            "model_max_length": 128,
-            "clean_up_tokenization_spaces": False,
-        },
-    )
-    return vocab
 
 
 def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
@@ -257,71 +218,12 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
     puts the shipped file there)."""
     from transformers import AutoConfig, AutoModel
 
-    for f in CODE[kind]:
+    recipe = _recipe(kind)
+    for f in recipe.code_files:
         shutil.copyfile(ASSETS / f, out / f)
-    if kind == "llada":
-        vocab = _llada_tokenizer(out)
-        v = _padded(len(vocab))
-        eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mdm_mask|>"], vocab["<|startoftext|>"]
-        cfg = {
-            "architectures": ["TinyLLaDAModelLM"],
-            "auto_map": {
-                "AutoConfig": "configuration_tiny_llada.TinyLLaDAConfig",
-                "AutoModel": "modeling_tiny_llada.TinyLLaDAModelLM",
-                "AutoModelForCausalLM": "modeling_tiny_llada.TinyLLaDAModelLM",
-            },
-            "model_type": "llada",
-            "d_model": hidden,
-            "n_heads": 4,
-            "n_kv_heads": 4,
-            "n_layers": layers,
-            "mlp_hidden_size": 2 * hidden,
-            "vocab_size": v,
-            "embedding_size": v,
-            "max_sequence_length": 128,
-            "mask_token_id": mask,
-            "eos_token_id": eos,
-            "pad_token_id": eos,
-            "use_cache": False,
-            "tie_word_embeddings": False,
-        }
-        gen = {"bos_token_id": bos, "eos_token_id": eos}
-    else:
-        vocab = _dream_tokenizer(out)
-        v = _padded(len(vocab))
-        eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mask|>"], vocab["<|beginoftext|>"]
-        cfg = {
-            "architectures": ["TinyDreamModel"],
-            "auto_map": {
-                "AutoConfig": "configuration_tiny_dream.TinyDreamConfig",
-                "AutoModel": "modeling_tiny_dream.TinyDreamModel",
-            },
-            "model_type": "Dream",
-            "vocab_size": v,
-            "hidden_size": hidden,
-            "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 128,
-            "mask_token_id": mask,
-            "bos_token_id": eos,  # Dream's config names <|endoftext|> as BOS; its tokenizer's BOS is <|beginoftext|>
-            "eos_token_id": eos,
-            "pad_token_id": eos,
-            "tie_word_embeddings": False,
-        }
-        gen = {
-            "alg": "origin",
-            "alg_temp": None,
-            "eps": 0.001,
-            "steps": 512,
-            "mask_token_id": None,
-            "bos_token_id": eos,
-            "eos_token_id": eos,
-            "pad_token_id": eos,
-        }
-    _write_json(out / "config.json", cfg)
-    _write_json(out / "generation_config.json", gen)
+    vocab, cfg, gen, mask, bos = recipe.files(out, hidden=hidden, layers=layers)
+    write_json(out / "config.json", cfg)
+    write_json(out / "generation_config.json", gen)
     if not weights:
         return
     config = AutoConfig.from_pretrained(str(out), trust_remote_code=True, local_files_only=True)
@@ -332,12 +234,14 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
     module.eval()
     module.save_pretrained(str(out), safe_serialization=True)
     # save_pretrained rewrites config.json and generation_config.json; keep ours (the released files' layout)
-    _write_json(out / "config.json", cfg)
-    _write_json(out / "generation_config.json", gen)
+    write_json(out / "config.json", cfg)
+    write_json(out / "generation_config.json", gen)
 
 
 def _train(module, kind: str, words: list[int], *, mask: int, bos: int, seed: int) -> None:
-    """A few seconds of masked-token training on successor sequences, with the family's alignment."""
+    """A few seconds of masked-token training on successor sequences, with the family's alignment (its
+    ``logit_shift``)."""
+    shift = _recipe(kind).logit_shift
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(module.parameters(), lr=3e-3, weight_decay=0.0)
     w = torch.tensor(words)
@@ -350,8 +254,8 @@ def _train(module, kind: str, words: list[int], *, mask: int, bos: int, seed: in
         masked = (torch.rand(x0.shape, generator=g) < rate) & (torch.arange(16) > 0)
         xt = torch.where(masked, torch.full_like(x0, mask), x0)
         z = module(input_ids=xt).logits
-        if kind == "dream":
-            z = torch.cat([z[:, :1], z[:, :-1]], dim=1)
+        if shift:
+            z = torch.cat([z[:, :shift], z[:, :-shift]], dim=1)
         loss = torch.nn.functional.cross_entropy(z[masked], x0[masked])
         opt.zero_grad()
         loss.backward()
