@@ -95,6 +95,10 @@ def _is_done(done) -> Callable[[str], bool]:
 #: a file to which every computed chunk appends one line (pid, first key, number of keys): how tests count the
 #: chunks each process computed
 TRACE_ENV = "DLMEVAL_TRACE_CHUNKS"
+#: a file: after its first traced chunk (computed, not yet written), a process waits until that file exists (at
+#: most :data:`HOLD_MAX_S`): how tests hold one process in the middle of a run while another opens it
+HOLD_ENV = "DLMEVAL_TRACE_HOLD"
+HOLD_MAX_S = 600.0
 #: seconds between two looks at the chunks another process holds
 POLL_S = 0.2
 
@@ -108,6 +112,20 @@ def _trace(chunk: Chunk) -> None:
             os.write(fd, line)  # one write of a short line: lines of two processes never interleave
         finally:
             os.close(fd)
+    _hold()
+
+
+_HELD: list[bool] = []
+
+
+def _hold() -> None:
+    gate = os.environ.get(HOLD_ENV, "").strip()
+    if not gate or _HELD:
+        return
+    _HELD.append(True)
+    t0 = time.monotonic()
+    while not os.path.exists(gate) and time.monotonic() - t0 < HOLD_MAX_S:
+        time.sleep(0.05)
 
 
 class _Claims:
