@@ -11,7 +11,7 @@ import pytest
 
 from dlmeval.cli import main as cli_main
 
-LIGHT = [["--help"], ["runs", "list"], ["data", "list"]]
+LIGHT = [["--help"], ["runs", "list"], ["data", "list"], ["models"], ["--json", "models"]]
 
 
 @pytest.mark.parametrize("cmd", LIGHT, ids=lambda c: " ".join(c))

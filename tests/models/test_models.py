@@ -290,7 +290,9 @@ def test_choice_logprobs_without_a_cache_probe_once_then_take_the_plain_path(mon
         ("one two", [" x", " y"]),
     ]
     want = [c.continuation_logprobs([cx] * len(ch), ch) for cx, ch in reqs]
-    monkeypatch.setattr(causal_mod, "_CACHE_KW", "no_such_cache")  # the module's output carries no cache
+    monkeypatch.setattr(
+        causal_mod, "_cache_kw", lambda: "no_such_cache"
+    )  # the module's output carries no cache
     n0 = c.nfe
     got = c.choice_logprobs(reqs, batch_size=1)
     assert c.nfe - n0 == 1 + 6  # one prefix pass finds no cache; then six plain rows, one per batch

@@ -137,3 +137,23 @@ def test_the_shared_stand_in_builder_names_no_family():
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".py", "|>"))
     }
     assert named == set()
+
+
+def test_reading_every_family_loads_no_torch_nor_transformers():
+    """``dlmeval models`` reads the families' facts (#36): importing the layer and every family module must load
+    neither torch nor transformers; the adapters import them where a model is built or run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dlmeval.models.family import FAMILIES, FAMILY_MODULES, load_families\n"
+        "import dlmeval.models\n"
+        "load_families()\n"
+        "facts = [f.facts() for f in FAMILIES.values()]\n"
+        "assert {f.module for f in FAMILIES.values()} >= set(FAMILY_MODULES), 'a family module registered nothing'\n"
+        "print('HEAVY', sorted(m for m in ('torch', 'transformers') if m in sys.modules), len(facts))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[:2] == ["HEAVY", "[]"], r.stdout

@@ -30,8 +30,7 @@ import dataclasses
 import functools
 import warnings
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from dlmeval.errors import CheckpointError, ModelNotFoundError
 from dlmeval.models import validate
@@ -40,6 +39,9 @@ from dlmeval.models.family import Family, path_loader, register_family
 from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
 from dlmeval.models.tiny import standin_loader
 from dlmeval.models.tokens import vocab_id
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
 
 #: dllm's A2D model types and the transformers base types their state dicts are
 A2D_TYPES = {"a2d-qwen2": "qwen2", "a2d-qwen3": "qwen3", "a2d-llama": "llama"}
@@ -51,6 +53,8 @@ MASK_TOKEN = "<|mask|>"
 def additive(mask4: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A boolean ``[B, 1, L, L]`` mask as the additive float mask transformers' eager / sdpa attention adds
     (0 where allowed, the dtype's minimum elsewhere), the form dllm's ``_prepare_4d_attention_mask`` builds."""
+    import torch
+
     return torch.zeros(mask4.shape, dtype=dtype, device=mask4.device).masked_fill(
         ~mask4, torch.finfo(dtype).min
     )
@@ -61,6 +65,8 @@ def padding_mask(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The bidirectional padding-only mask ``[B, 1, L, L]`` (a padded query sees itself only) and position ids
     counted from each row's first real token."""
+    import torch
+
     am = torch.ones(b, n, dtype=torch.long, device=device) if attention_mask is None else attention_mask
     keep = am.bool()
     mask4 = (keep[:, None, None, :] & keep[:, None, :, None]) | torch.eye(n, dtype=torch.bool, device=device)
@@ -119,6 +125,8 @@ class A2DBlockLM(A2DLM):
     block_size = BD3LM_BLOCK
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        import torch
+
         x = input_ids if input_ids is not None else inputs_embeds
         b, n = x.shape[0], x.shape[1]
         am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask

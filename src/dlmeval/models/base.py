@@ -19,21 +19,23 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from dlmeval.errors import InputError
 from dlmeval.models.devices import (  # noqa: F401  (re-exported: their home was this module)
     DEVICE_MAPS,
     device_map_of,
+    no_grad,
     place,
     place_kwargs,
     resolve_device,
     resolve_dtype,
 )
 from dlmeval.models.family import family_of
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
+    from torch import nn
 
 
 @dataclass
@@ -113,6 +115,8 @@ class ModelIdentity:
 
 def state_dict_sha256(module: nn.Module) -> str:
     """A content hash of a module's parameters and buffers (name, dtype, shape, bytes), independent of file format."""
+    import torch
+
     h = hashlib.sha256()
     seen: set[int] = set()
     for name, t in sorted(module.state_dict().items()):
@@ -209,6 +213,8 @@ class _TokenizerMixin:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Pad id lists into ``(input_ids, attention_mask)`` on the model's device, on ``side`` (default: the
         family's padding side)."""
+        import torch
+
         side = side or self.padding_side
         if side not in ("left", "right"):
             raise InputError(f"padding side must be 'left' or 'right', got {side!r}")
@@ -241,6 +247,8 @@ def position_pairs(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(batch_index, position)`` of a positions argument (:meth:`DiffusionLM.logits_at`): a pair of 1-d long
     tensors as given, or the ``nonzero()`` of a bool mask (of ``shape`` when given)."""
+    import torch
+
     if isinstance(positions, tuple):
         bi, pi = positions
         if bi.shape != pi.shape or bi.dim() != 1:
@@ -260,6 +268,8 @@ def block_causal_mask(
     batch), a query sees the keys of its own block and of every block before it, padded columns are neither
     queries nor keys (a padded query sees itself only, so no row is all -inf); position ids count each row's real
     tokens from 0 (0 on padding)."""
+    import torch
+
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise InputError(f"block_size must be an integer >= 1, got {block_size!r}")
     b, n = int(shape[0]), int(shape[1])
@@ -420,6 +430,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         """Bool ``[V]`` of the output ids past the tokenizer (released checkpoints pad their vocabulary: LLaDA
         126,464 rows for a 126,349-token tokenizer), or None when there are none. Their logits are set to the
         float32 minimum, so nothing samples, ranks or normalises over an id the tokenizer cannot decode."""
+        import torch
+
         if self._pad_vocab is False or (
             isinstance(self._pad_vocab, torch.Tensor) and self._pad_vocab.shape[0] != width
         ):
@@ -434,6 +446,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
     def _vocab_masked(self, z: torch.Tensor, rows: str = "tokenizer") -> torch.Tensor:
         """``z`` with the padded vocabulary rows at the float32 minimum; ``rows="all"``: as it is (every row of the
         head takes part in the normalisation, as the families' own likelihood code has it)."""
+        import torch
+
         if rows == "all":
             return z
         if rows != "tokenizer":
@@ -474,6 +488,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         return int(self.input_embeddings().weight.shape[0])
 
     def input_embeddings(self) -> nn.Embedding:
+        from torch import nn
+
         emb = self.module.get_input_embeddings()
         assert isinstance(emb, nn.Embedding)
         return emb
@@ -501,6 +517,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         """Where the output that scores (batch_index, position) is read: ``position - logit_shift``, except that a
         row's first real token reads its own output (as Dream does for position 0), so left padding changes
         nothing."""
+        import torch
+
         if self.logit_shift == 0:
             return position
         first = torch.zeros_like(position)
@@ -510,6 +528,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
 
     def _aligned(self, t: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Re-align a per-position tensor [B, L, ...] so that position i holds what predicts token i."""
+        import torch
+
         if self.logit_shift == 0:
             return t
         b, n = t.shape[:2]
@@ -535,11 +555,11 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
             self._vocab_masked(self._aligned(logits.float(), attention_mask)), out.hidden_states
         )
 
-    @torch.no_grad()
+    @no_grad
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         return self.forward(input_ids, attention_mask).logits
 
-    @torch.no_grad()
+    @no_grad
     def logits_at(
         self,
         input_ids: torch.Tensor,
@@ -583,7 +603,7 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
             return self._vocab_masked(out.logits[bi, src].float(), vocab_rows)
         return self._vocab_masked(self._head(out.last_hidden[bi, src]).float(), vocab_rows)
 
-    @torch.no_grad()
+    @no_grad
     def hidden_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, ...]:
@@ -620,6 +640,8 @@ class DiffusionLM(_TokenizerMixin, _PassCounts):
         call runs under ``torch.no_grad`` so that scoring never keeps an autograd graph. ``vocab_rows="all"``
         normalises over every row of the head, the padded vocabulary included (:meth:`_vocab_masked`).
         """
+        import torch
+
         if not grad and torch.is_grad_enabled():
             with torch.no_grad():
                 return self.score_positions(

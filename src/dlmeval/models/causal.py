@@ -6,15 +6,18 @@ SmolLM2 default) is :mod:`dlmeval.models.causal_loading`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from dlmeval.errors import InputError
-from dlmeval.models.base import ModelIdentity, _PassCounts, _TokenizerMixin, model_identity
+from dlmeval.models.base import ModelIdentity, _PassCounts, _TokenizerMixin, model_identity, no_grad
 from dlmeval.models.causal_generation import Generation, Prompt, generate_batch
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
 
 # Padded prefix tokens per multiple-choice batch on a CPU (CausalLM.choice_logprobs): larger batches were slower
 # there (the expanded KV cache of every choice outgrows the caches); benchmarks/bench_choice_batching.py.
@@ -114,16 +117,18 @@ class CausalLM(_TokenizerMixin, _PassCounts):
         """The module keyword asking for the last ``k`` positions' logits, where the module takes it."""
         return {"logits_to_keep": int(k)} if self.keeps_last_logits() else {}
 
-    @torch.no_grad()
+    @no_grad
     def token_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``[B, L]`` float32: log p(token i | tokens < i); position 0 (and padding) is NaN."""
+        import torch
+
         logits = self.forward(input_ids, attention_mask).logits.float()
         lp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
         out = torch.full(input_ids.shape, float("nan"), device=lp.device)
         out[:, 1:] = lp
         return out.masked_fill(attention_mask == 0, float("nan"))
 
-    @torch.no_grad()
+    @no_grad
     def hidden_states(self, input_ids, attention_mask):
         return tuple(
             h.float()
@@ -140,7 +145,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
             n -= 1
         return whole[:n], whole[n:]
 
-    @torch.no_grad()
+    @no_grad
     def dropped_context_tokens(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[int]:
         """How many tokens :meth:`continuation_logprobs` drops from the start of each context to fit the window
         (0: none), so that a caller can say which scores were computed on a cut conditioning text."""
@@ -174,7 +179,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
             starts.append(max(1, len(ids) - len(cont)))
         return [chosen for chosen, _ in self.tail_logprobs(seqs, starts, batch_size=batch_size)]
 
-    @torch.no_grad()
+    @no_grad
     def tail_logprobs(
         self, seqs: Sequence[Sequence[int]], starts: Sequence[int], *, batch_size: int = 16
     ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -185,6 +190,8 @@ class CausalLM(_TokenizerMixin, _PassCounts):
         logits only (:meth:`keeps_last_logits`), the rows are left-padded so that every tail ends in the last
         column, and only the positions read are projected onto the vocabulary; otherwise right padding and every
         position. Same numbers either way up to float rounding."""
+        import torch
+
         from dlmeval.models.base import length_sorted_batches
 
         if len(seqs) != len(starts):
@@ -218,13 +225,13 @@ class CausalLM(_TokenizerMixin, _PassCounts):
                     out[i] = (chosen[r, a:b].copy(), mx[r, a:b].copy())
         return out
 
-    @torch.no_grad()
+    @no_grad
     def shared_context_logprobs(self, context: str, continuations: Sequence[str]) -> list[np.ndarray]:
         """:meth:`continuation_logprobs` for several continuations of one context (multiple choice): one request
         of :meth:`choice_logprobs`."""
         return self.choice_logprobs([(context, continuations)])[0]
 
-    @torch.no_grad()
+    @no_grad
     def choice_logprobs(
         self,
         requests: Sequence[tuple[str, Sequence[str]]],
@@ -293,6 +300,8 @@ class CausalLM(_TokenizerMixin, _PassCounts):
 
     def _shared_prefix_batch(self, plans: list[tuple[list[tuple[list[int], int]], int]]):
         """The two passes of :meth:`choice_logprobs` for one batch of requests; None without a usable cache."""
+        import torch
+
         dev = self.device
         g = len(plans)
         p = max(shared for _, shared in plans)
@@ -306,7 +315,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
             input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, **self._last_only(1)
         )
         self._count(g)
-        past = getattr(out, _CACHE_KW, None)
+        past = getattr(out, _cache_kw(), None)
         if past is None or not hasattr(past, "batch_select_indices"):
             return None
         last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)  # row i predicts its token `shared`
@@ -331,7 +340,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
                 attention_mask=torch.cat([attn[owner], rattn], dim=1),
                 position_ids=rpos,
                 use_cache=True,
-                **{_CACHE_KW: past},
+                **{_cache_kw(): past},
             )
             self._count(k)
             lp_rest = torch.log_softmax(out2.logits.float(), dim=-1)  # [k, m - 1, V]
@@ -352,14 +361,14 @@ class CausalLM(_TokenizerMixin, _PassCounts):
         return results
 
     # ------------------------------------------------------------------ generation
-    @torch.no_grad()
+    @no_grad
     def generate(self, prompts: Sequence[Prompt], **kw: Any) -> list[str]:
         """Greedy (temperature 0) or sampled continuations; row i's draws come from (seed, item_ids[i]). A prompt
         is a text or its token ids (taken as given: an attack optimised in token space). Takes the keywords of :meth:`generate_scored` (``max_new_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``,
         ``item_ids``, ``batch_size``) and returns the texts."""
         return [g.text for g in self.generate_scored(prompts, **kw)]
 
-    @torch.no_grad()
+    @no_grad
     def generate_scored(
         self,
         prompts: Sequence[Prompt],
@@ -389,7 +398,7 @@ class CausalLM(_TokenizerMixin, _PassCounts):
                 top_p,
                 stop,
                 seed,
-                _CACHE_KW,
+                _cache_kw(),
             )
             for i, r in zip(idx, res):
                 outs[i] = r
@@ -405,16 +414,15 @@ def _takes(module, name: str) -> bool:
         return False
 
 
+@functools.cache
 def _cache_kw() -> str:
-    """transformers 5 renamed ``past_key_values`` to ``cache``; support both."""
+    """transformers 5 renamed ``past_key_values`` to ``cache``; support both (read once, when a model first
+    generates: importing this module loads no transformers)."""
     import inspect
 
     from transformers import LlamaForCausalLM
 
     return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
-
-
-_CACHE_KW = _cache_kw()
 
 
 class HFCausalLM(CausalLM):

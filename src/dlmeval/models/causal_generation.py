@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from dlmeval.errors import InputError
+from dlmeval.models.devices import no_grad
 from dlmeval.seeding import derive_seed, torch_generator
+
+if TYPE_CHECKING:  # torch loads when a model generates, not when the layer is imported (#36)
+    import torch
 
 #: A prompt: a text (encoded with the model's special tokens) or its token ids (taken as given).
 Prompt = str | Sequence[int]
@@ -36,6 +40,8 @@ class Generation:
 
 def prompt_ids(model, prompt: Prompt) -> list[int]:
     """The token ids of a prompt: a text through ``model.encode``, a sequence of ids as given."""
+    import torch
+
     if isinstance(prompt, str):
         return list(model.encode(prompt))
     if isinstance(prompt, torch.Tensor):
@@ -53,6 +59,8 @@ def prompt_ids(model, prompt: Prompt) -> list[int]:
 
 def pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
     """The next token: argmax at temperature 0, else a draw from the tempered (nucleus) distribution."""
+    import torch
+
     if temperature <= 0:
         return int(logits.argmax())
     p = torch.softmax(logits.double().cpu() / temperature, dim=-1)
@@ -64,12 +72,14 @@ def pick(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Gene
     return int(torch.multinomial(p, 1, generator=gen))
 
 
-@torch.no_grad()
+@no_grad
 def generate_batch(
     model, prompts: Sequence[Prompt], item_ids, max_new, temperature, top_p, stop, seed, cache_kw: str
 ) -> list[Generation]:
     """One left-padded batch through the KV-cached loop of ``model`` (a CausalLM); ``cache_kw`` names the
     module's cache keyword."""
+    import torch
+
     seqs = [prompt_ids(model, p)[-(model.max_length - max_new) :] for p in prompts]
     ids, attn = model.pad(seqs, side="left")  # every prompt ends in the last column
     gens = [torch_generator(derive_seed(seed, "generate", iid)) for iid in item_ids]

@@ -11,8 +11,6 @@ import importlib.util
 import json
 from pathlib import Path
 
-import torch
-
 from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
 from dlmeval.models import validate
 from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype, state_dict_sha256
@@ -140,6 +138,7 @@ def _stamp_pt_format(path: Path) -> None:
 
 def load_default_ar(device=None, dtype=None, cache: Path | None = None) -> HFCausalLM:
     """SmolLM2-135M-Instruct: GGUF dequantized once to float32 safetensors in the cache, then loaded from there."""
+    import torch
     from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -206,6 +205,7 @@ def _load_causal(path: str, opts: LoadOptions) -> HFCausalLM:
 def tiny_causal(*, seed: int = 0, device=None, layers: int = 2, hidden: int = 32) -> HFCausalLM:
     """``tiny-causal``: a random Llama causal LM over :func:`dlmeval.models.tiny.tiny_tokenizer`'s words (seed 0:
     the shipped weights of :mod:`dlmeval.models.standin_weights`)."""
+    import torch
     from transformers import LlamaForCausalLM
 
     from dlmeval.models.base import resolve_device

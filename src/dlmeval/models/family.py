@@ -4,7 +4,9 @@ Everything that needs to know a family reads it here: the spec parser and loader
 ``dlmeval models``, ``dlmeval check-model`` (which rows apply, the attention kind and shift to expect), the sampler
 (the family's own schedule) and ``care --plan`` (NFE from the model's real schedule). A family is
 
-* one module in ``dlmeval/models/`` (its adapter class and loader), ending in one ``FAMILIES.add(...)`` call;
+* one module in ``dlmeval/models/`` (its adapter class and loader, importing torch and transformers inside the
+  functions that use them, so that reading the registry loads neither: ``dlmeval models``), ending in one
+  ``FAMILIES.add(...)`` call;
 * one entry of :data:`FAMILY_MODULES` so that the registry imports it.
 
 Spec forms: a family with ``prefix="llada"`` reads ``llada:PATH``; a family with ``prefix=None`` is one model

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TYPE_CHECKING
 
 from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut
 from dlmeval.models.family import Family, LoadOptions, register_family
 from dlmeval.models.tiny import register_standin, standin_loader
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
+    from torch import nn
 
 # (trunk attribute, head attributes applied in order) for the architectures whose head we can split off, so the
 # memory-lean path projects only requested positions. Anything else falls back to full logits and a gather.
@@ -143,6 +146,7 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
 def tiny_bert(*, seed: int = 0, device=None, layers: int = 2, hidden: int = 32) -> HFMaskedLM:
     """``tiny-bert``: a random BERT masked LM over :func:`dlmeval.models.tiny.tiny_tokenizer`'s words (seed 0: the
     shipped weights of :mod:`dlmeval.models.standin_weights`)."""
+    import torch
     from transformers import BertConfig, BertForMaskedLM
 
     from dlmeval.models.base import resolve_device

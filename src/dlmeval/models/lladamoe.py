@@ -22,8 +22,6 @@ import functools
 import json
 from pathlib import Path
 
-import torch
-
 from dlmeval.errors import InputError
 from dlmeval.models import validate
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
@@ -45,6 +43,8 @@ class LLaDAMoELM(DiffusionLM):
         super().__init__(module, tokenizer, **kw)
 
     def _run(self, input_ids, attention_mask, inputs_embeds, output_hidden_states):
+        import torch
+
         x = input_ids if input_ids is not None else inputs_embeds
         b, n = x.shape[0], x.shape[1]
         am = torch.ones(b, n, dtype=torch.long, device=x.device) if attention_mask is None else attention_mask

@@ -36,12 +36,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
 from dlmeval.models.tiny import register_standin, word_level
+
+if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
+    import torch
 
 BUILD_VERSION = 1
 TRAIN_STEPS = 120
@@ -137,6 +138,8 @@ def fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
 
 def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: int):
     """A freshly initialised module of ``cfg`` (seeded) wrapped in the family adapter, for training."""
+    import torch
+
     from dlmeval.models.base import DiffusionLM
 
     fam = _standin(kind)
@@ -164,6 +167,8 @@ def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: i
 def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed: int) -> None:
     """Masked-token training on successor sequences through the adapter (its alignment and attention; the
     family's ``logits`` where it trains otherwise, BD3LM block-causally)."""
+    import torch
+
     logits = _standin(kind).logits
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(m.module.parameters(), lr=3e-3, weight_decay=0.0)
@@ -191,6 +196,8 @@ def _train(m, kind: str, words: list[int], *, mask: int, start: list[int], seed:
 
 def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
     """Write the checkpoint directory; ``weights=False`` writes everything but ``model.safetensors``."""
+    import torch
+
     from dlmeval.models.standins import single_thread
 
     tok, vocab, cfg, mask, start = _standin(kind).files(kind, out, hidden, layers)

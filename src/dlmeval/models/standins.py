@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import torch
-
 from dlmeval.models.tiny import TINY_WORDS, register_standin
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "standins"
@@ -200,6 +198,8 @@ def _sweep_parts(base: Path) -> None:
 def single_thread():
     """A context in which torch runs one intra-op thread (the stand-ins' training: its result then does not
     depend on the machine's thread count; ``tiny-bert-chat``'s did)."""
+    import torch
+
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -216,6 +216,7 @@ def write_json(path: Path, obj) -> None:
 def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights: bool = True) -> None:
     """Write the checkpoint directory; ``weights=False`` writes everything but ``model.safetensors`` (the caller
     puts the shipped file there)."""
+    import torch
     from transformers import AutoConfig, AutoModel
 
     recipe = _recipe(kind)
@@ -241,6 +242,8 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
 def _train(module, kind: str, words: list[int], *, mask: int, bos: int, seed: int) -> None:
     """A few seconds of masked-token training on successor sequences, with the family's alignment (its
     ``logit_shift``)."""
+    import torch
+
     shift = _recipe(kind).logit_shift
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(module.parameters(), lr=3e-3, weight_decay=0.0)

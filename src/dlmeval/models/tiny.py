@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<eos>", "<bos>"]
 TINY_WORDS = (
     "the a an of to in on at for with by from and or but not is was are were be been has have had it this that "
@@ -155,6 +153,7 @@ def tiny_t5(
     QuestEval baselines' tests)."""
     from pathlib import Path
 
+    import torch
     from tokenizers import decoders, normalizers, processors
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 

@@ -51,11 +51,13 @@ SUPPORTED_TRANSFORMERS = ">=4.56,<4.58"
 
 
 def transformers_status() -> tuple[str, bool]:
-    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``."""
-    import transformers
+    """``(installed version, whether it is inside SUPPORTED_TRANSFORMERS)``, read from the installed package's
+    metadata (importing transformers costs seconds; ``dlmeval models`` prints this line, #36)."""
+    from importlib.metadata import version
+
     from packaging.specifiers import SpecifierSet
 
-    v = transformers.__version__
+    v = version("transformers")
     return v, v in SpecifierSet(SUPPORTED_TRANSFORMERS)
 
 
