@@ -27,7 +27,7 @@ PROMPTS = ["the a an of to", "one two three", "he she they we you i", "big small
 def build_dream(code: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    from dlmeval.models.standins import _train, _words, standin_checkpoint
+    from dlmeval.models.standins import _train, standin_checkpoint, words
 
     out.mkdir(parents=True, exist_ok=True)
     for f in ("modeling_dream.py", "configuration_dream.py", "generation_utils.py"):
@@ -68,8 +68,8 @@ def build_dream(code: Path, out: Path) -> Path:
         for mod in m.modules():
             if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
                 torch.nn.init.normal_(mod.bias, 0.0, 0.05)
-        words = [tok.convert_tokens_to_ids(w) for w in _words()]
-        _train(m, "dream", words, mask=s["mask_token_id"], bos=tok.bos_token_id, seed=0)
+        ids = [tok.convert_tokens_to_ids(w) for w in words()]
+        _train(m, "dream", ids, mask=s["mask_token_id"], bos=tok.bos_token_id, seed=0)
     m.eval().save_pretrained(str(out), safe_serialization=True)
     (out / "config.json").write_text(json.dumps(cfg))  # save_pretrained rewrites both
     (out / "generation_config.json").write_text(json.dumps(gen))

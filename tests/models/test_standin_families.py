@@ -71,9 +71,9 @@ def test_the_trained_standins_predict_successors_with_their_own_alignment(models
     """Each stand-in was trained through its adapter: a masked word is predicted from its neighbours. (The
     ModernBERT stand-in does not learn the task in the build's few steps: its loss stays near 2 nats, so it is
     not asked.)"""
-    from dlmeval.models.standins import _words
+    from dlmeval.models.standins import words as standin_words
 
-    words = _words()
+    words = standin_words()
     for spec, m in models.items():
         if spec == "tiny-bert-chat":
             continue

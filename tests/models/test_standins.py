@@ -404,3 +404,28 @@ def test_sampler_row_reports_what_plain_keywords_inherit(tmp_path):
     row = check_sampler(m)
     assert row.passed  # dlmeval reproduces the explicit call (top_k=None)
     assert "plain keywords it samples differently" in row.detail and "top_k=2" in row.detail
+
+
+def test_the_shared_fast_tokenizer_orders_ids_and_wraps_as_the_family_says(tmp_path):
+    """``standins.fast_tokenizer`` is every fast stand-in tokenizer (#36): ids run specials then words (or words
+    then specials), a ``bos`` is prepended, a ``(single, pair)`` template wraps, and both at once are refused."""
+    from dlmeval.models.standins import fast_tokenizer, words
+
+    n = len(words())
+    tok, vocab = fast_tokenizer(tmp_path / "a", ["[UNK]", "<s>"], bos="<s>", bos_token="<s>")
+    assert (vocab["[UNK]"], vocab["<s>"], vocab["the"], len(vocab)) == (0, 1, 2, n + 2)
+    assert tok("the cat")["input_ids"] == [1, vocab["the"], vocab["cat"]]
+    tok2, v2 = fast_tokenizer(
+        tmp_path / "b",
+        ["[UNK]", "[CLS]", "[SEP]"],
+        template=("[CLS] $A [SEP]", "[CLS] $A [SEP] $B [SEP]"),
+        extra_words=("zz",),
+        specials_first=False,
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+    )
+    assert (v2["the"], v2["zz"], v2["[UNK]"], v2["[SEP]"]) == (0, n, n + 1, n + 3)
+    assert tok2("the zz")["input_ids"] == [n + 2, 0, n, n + 3]
+    assert (tmp_path / "b" / "tokenizer.json").is_file()
+    with pytest.raises(ValueError, match="bos or template"):
+        fast_tokenizer(tmp_path / "c", ["[UNK]", "<s>"], bos="<s>", template=("<s> $A", "<s> $A $B"))

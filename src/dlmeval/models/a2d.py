@@ -344,8 +344,7 @@ def _qwen_cfg(kind: str, v: int, vocab: dict, hidden: int, layers: int) -> dict:
 def _standin_files(kind: str, out: Path, hidden: int, layers: int):
     """``tiny-a2d`` (``a2d-qwen2``: q/k/v biases), ``tiny-a2d-qwen3`` (per-head q/k RMSNorm) and ``tiny-a2d-bd3lm``
     (``a2d-qwen2`` with ``block_size``): a Qwen-style tokenizer with ``<|mask|>`` and a chat template."""
-    from dlmeval.models.standin_families import fast_tokenizer
-    from dlmeval.models.standins import _padded
+    from dlmeval.models.standins import fast_tokenizer, padded_vocab
 
     tok, vocab = fast_tokenizer(
         out,
@@ -357,7 +356,7 @@ def _standin_files(kind: str, out: Path, hidden: int, layers: int):
         additional_special_tokens=["<|im_start|>", "<|im_end|>"],
         chat_template=QWEN_CHAT,
     )
-    cfg = _qwen_cfg(kind, _padded(len(vocab)), vocab, hidden, layers)
+    cfg = _qwen_cfg(kind, padded_vocab(len(vocab)), vocab, hidden, layers)
     mask, start = vocab["<|mask|>"], []
     return tok, vocab, cfg, mask, start
 

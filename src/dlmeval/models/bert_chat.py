@@ -115,19 +115,20 @@ def load_bert_chat(
 
 
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+#: the words of dllm's BERT-Chat template that the stand-in's vocabulary adds to the shared stand-in words
+BERT_CHAT_WORDS = ("[", "]", "/", "sys", "answer", "question")
 
 
 def _standin_files(kind: str, out: Path, hidden: int, layers: int):
     """``tiny-bert-chat``: ``model_type: modernbert``, a BERT tokenizer whose EOS is ``[PAD]`` (as dllm's
     ``get_tokenizer`` sets it) and dllm's BERT-Chat chat template."""
-    from dlmeval.models.standin_families import fast_tokenizer
+    from dlmeval.models.standins import fast_tokenizer
 
     tok, vocab = fast_tokenizer(
         out,
         BERT_SPECIALS,
-        bos=None,
-        bert=True,
-        template="bert",
+        extra_words=BERT_CHAT_WORDS,
+        template=("[CLS] $A [SEP]", "[CLS] $A [SEP] $B [SEP]"),
         cls_token="[CLS]",
         sep_token="[SEP]",
         pad_token="[PAD]",

@@ -62,7 +62,7 @@ LLAMA_SPECIALS = ["<unk>", "<s>", "</s>", "[MASK]"]
 def _standin_files(kind: str, out: Path, hidden: int, layers: int):
     """``tiny-diffullama``: ``model_type: llama`` (plain LLaMA weights), a LLaMA-style tokenizer that adds BOS, with
     ``[MASK]`` added as mask token; trained with the shift (output ``i - 1`` predicts token ``i``)."""
-    from dlmeval.models.standin_families import fast_tokenizer
+    from dlmeval.models.standins import fast_tokenizer
 
     tok, vocab = fast_tokenizer(
         out,

@@ -29,7 +29,7 @@ from pathlib import Path
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, register_family
 from dlmeval.models.remote import remote_loader
-from dlmeval.models.standins import RemoteCodeStandin, _padded, _words, register_remote_standin, write_json
+from dlmeval.models.standins import RemoteCodeStandin, register_remote_standin, words, write_json
 from dlmeval.models.tiny import standin_loader
 
 DREAM_MASK_ID = 151666
@@ -84,7 +84,7 @@ STANDIN_CHAT = (
 
 
 def _standin_tokenizer(out: Path) -> dict[str, int]:
-    vocab = {t: i for i, t in enumerate(_words() + STANDIN_SPECIALS)}
+    vocab = {t: i for i, t in enumerate(words() + STANDIN_SPECIALS)}
     write_json(out / "vocab.json", vocab)
     write_json(
         out / "tokenizer_config.json",
@@ -106,12 +106,9 @@ def _standin_tokenizer(out: Path) -> dict[str, int]:
     return vocab
 
 
-def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
-    """The tokenizer files of ``tiny-dream`` in ``out``; its vocabulary, config (``auto_map`` to dlmeval's
-    Dream-interface code), generation config, mask and BOS ids."""
-    vocab = _standin_tokenizer(out)
-    v = _padded(len(vocab))
-    eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mask|>"], vocab["<|beginoftext|>"]
+def _standin_config(*, vocab_size: int, hidden: int, layers: int, eos: int, mask: int, bos: int) -> tuple:
+    """The config of ``tiny-dream`` (``auto_map`` to dlmeval's Dream-interface code) and its generation config."""
+    v = vocab_size
     cfg = {
         "architectures": ["TinyDreamModel"],
         "auto_map": {
@@ -142,13 +139,17 @@ def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
         "eos_token_id": eos,
         "pad_token_id": eos,
     }
-    return vocab, cfg, gen, mask, bos
+    return cfg, gen
 
 
 register_remote_standin(
     "dream",
     RemoteCodeStandin(
-        files=_standin_files,
+        tokenizer=_standin_tokenizer,
+        eos_token="<|endoftext|>",
+        mask_token="<|mask|>",
+        bos_token="<|beginoftext|>",
+        config=_standin_config,
         code_files=(
             "standin_layers.py",
             "configuration_tiny_dream.py",

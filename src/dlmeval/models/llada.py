@@ -24,8 +24,8 @@ from dlmeval.errors import CheckpointError
 from dlmeval.models.base import DiffusionLM, RunOut, one_input
 from dlmeval.models.family import CHECK_ROWS, Family, LoadOptions, register_family
 from dlmeval.models.remote import remote_loader
-from dlmeval.models.standins import RemoteCodeStandin, _padded, _words, register_remote_standin
-from dlmeval.models.tiny import standin_loader, word_level
+from dlmeval.models.standins import RemoteCodeStandin, fast_tokenizer, register_remote_standin
+from dlmeval.models.tiny import standin_loader
 
 LLADA_MASK_ID = 126336
 LLADA_EOS_ID = 126081
@@ -90,37 +90,25 @@ STANDIN_CHAT = (
 
 
 def _standin_tokenizer(out: Path) -> dict[str, int]:
-    from tokenizers import decoders, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {t: i for i, t in enumerate(_words() + STANDIN_SPECIALS)}
-    tk = word_level(vocab)
-    tk.post_processor = processors.TemplateProcessing(
-        single="<|startoftext|> $A",
-        pair="<|startoftext|> $A $B",
-        special_tokens=[("<|startoftext|>", vocab["<|startoftext|>"])],
-    )
-    tk.decoder = decoders.WordPiece(prefix="##", cleanup=True)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
+    """LLaDA's fast tokenizer in miniature: it adds ``<|startoftext|>``; ``<|mdm_mask|>`` is no mask role (the
+    mask id comes from ``config.json``)."""
+    _, vocab = fast_tokenizer(
+        out,
+        STANDIN_SPECIALS,
+        specials_first=False,
+        bos="<|startoftext|>",
         bos_token="<|startoftext|>",
         eos_token="<|endoftext|>",
         pad_token="<|endoftext|>",
-        unk_token="[UNK]",
         additional_special_tokens=["<|mdm_mask|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
-        model_max_length=128,
+        chat_template=STANDIN_CHAT,
     )
-    tok.chat_template = STANDIN_CHAT
-    tok.save_pretrained(str(out))
     return vocab
 
 
-def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
-    """The tokenizer files of ``tiny-llada`` in ``out``; its vocabulary, config (``auto_map`` to dlmeval's
-    LLaDA-interface code), generation config, mask and BOS ids."""
-    vocab = _standin_tokenizer(out)
-    v = _padded(len(vocab))
-    eos, mask, bos = vocab["<|endoftext|>"], vocab["<|mdm_mask|>"], vocab["<|startoftext|>"]
+def _standin_config(*, vocab_size: int, hidden: int, layers: int, eos: int, mask: int, bos: int) -> tuple:
+    """The config of ``tiny-llada`` (``auto_map`` to dlmeval's LLaDA-interface code) and its generation config."""
+    v = vocab_size
     cfg = {
         "architectures": ["TinyLLaDAModelLM"],
         "auto_map": {
@@ -143,14 +131,17 @@ def _standin_files(out: Path, *, hidden: int, layers: int) -> tuple:
         "use_cache": False,
         "tie_word_embeddings": False,
     }
-    gen = {"bos_token_id": bos, "eos_token_id": eos}
-    return vocab, cfg, gen, mask, bos
+    return cfg, {"bos_token_id": bos, "eos_token_id": eos}
 
 
 register_remote_standin(
     "llada",
     RemoteCodeStandin(
-        files=_standin_files,
+        tokenizer=_standin_tokenizer,
+        eos_token="<|endoftext|>",
+        mask_token="<|mdm_mask|>",
+        bos_token="<|startoftext|>",
+        config=_standin_config,
         code_files=("standin_layers.py", "configuration_tiny_llada.py", "modeling_tiny_llada.py"),
         load=load_llada,
         source=__file__,

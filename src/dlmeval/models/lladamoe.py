@@ -96,8 +96,7 @@ def _standin_files(kind: str, out: Path, hidden: int, layers: int):
     tokenizer."""
     import shutil
 
-    from dlmeval.models.standin_families import fast_tokenizer
-    from dlmeval.models.standins import ASSETS, _padded
+    from dlmeval.models.standins import ASSETS, fast_tokenizer, padded_vocab
 
     for f in MOE_CODE:
         shutil.copyfile(ASSETS / f, out / f)
@@ -111,7 +110,7 @@ def _standin_files(kind: str, out: Path, hidden: int, layers: int):
         additional_special_tokens=["<|role_start|>", "<|role_end|>"],
         chat_template=MOE_CHAT,
     )
-    v = _padded(len(vocab))
+    v = padded_vocab(len(vocab))
     cfg = {
         "model_type": "llada",  # as the released LLaDA-MoE-7B-A1B config.json (dllm: edit it to lladamoe)
         "architectures": ["TinyLLaDAMoEModelLM"],

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlmeval.models.standins import ASSETS, _words, cached_checkpoint
-from dlmeval.models.tiny import register_standin, word_level
+from dlmeval.models.standins import ASSETS, cached_checkpoint, words
+from dlmeval.models.tiny import register_standin
 
 if TYPE_CHECKING:  # torch loads when a model is used, not when the layer is imported (#36)
     import torch
@@ -94,7 +94,7 @@ def _standin(kind: str) -> CheckpointStandin:
 
 def _code_hash() -> str:
     h = hashlib.sha256(f"{BUILD_VERSION}:{TRAIN_STEPS}".encode())
-    h.update(" ".join(_words()).encode())
+    h.update(" ".join(words()).encode())
     for kind in sorted(kinds()):
         st = _STANDINS[kind]
         for f in st.code_files:
@@ -103,37 +103,6 @@ def _code_hash() -> str:
             h.update(Path(st.source).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:12]
-
-
-def fast_tokenizer(out: Path, specials: list[str], *, bos: str | None, **roles):
-    from tokenizers import decoders, processors
-    from transformers import PreTrainedTokenizerFast
-
-    words = _words()
-    if roles.pop("bert", False):
-        words = words + ["[", "]", "/", "sys", "answer", "question"]
-    ordered = list(dict.fromkeys(specials + words))
-    vocab = {t: i for i, t in enumerate(ordered)}
-    unk = roles.pop("unk_token", "[UNK]")
-    tk = word_level(vocab, unk)
-    template = roles.pop("template", None)
-    if template == "bert":
-        tk.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]",
-            pair="[CLS] $A [SEP] $B [SEP]",
-            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-        )
-    elif bos is not None:
-        tk.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])]
-        )
-    tk.decoder = decoders.WordPiece(prefix="##", cleanup=True)
-    chat = roles.pop("chat_template", None)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token=unk, model_max_length=128, **roles)
-    if chat:
-        tok.chat_template = chat
-    tok.save_pretrained(str(out))
-    return tok, vocab
 
 
 def _module_and_adapter(kind: str, out: Path, cfg: dict, tok, mask: int, seed: int):
@@ -208,7 +177,7 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
         module, m = _module_and_adapter(kind, out, cfg, tok, mask, seed)
     with torch.random.fork_rng(devices=[]), single_thread():
         torch.manual_seed(seed)
-        _train(m, kind, [vocab[w] for w in _words()], mask=mask, start=start, seed=seed)
+        _train(m, kind, [vocab[w] for w in words()], mask=mask, start=start, seed=seed)
     module.save_pretrained(str(out), safe_serialization=True)
     (out / "config.json").write_text(
         json.dumps(cfg, indent=1)

@@ -38,8 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from dlmeval.models.tiny import TINY_WORDS, register_standin
+from dlmeval.models.tiny import TINY_WORDS, register_standin, word_level
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "standins"
 #: bump when the builder changes what it writes
@@ -52,20 +53,38 @@ TRAIN_STEPS = 150
 
 @dataclass(frozen=True)
 class RemoteCodeStandin:
-    """A family's ``auto_map`` stand-in ``kind``, as its module registers it (:func:`register_remote_standin`).
+    """A family's ``auto_map`` stand-in ``kind``, as its module registers it (:func:`register_remote_standin`): the
+    family's specifics; what every such directory shares (the padded vocabulary, the special ids, the files
+    written) is this module's.
 
-    ``files(out, *, hidden, layers)`` writes the tokenizer files into the directory ``out`` and returns ``(vocab,
-    config dict, generation config dict, mask id, bos id)`` (the config's ``auto_map`` names the code files);
+    ``tokenizer(out)`` writes the tokenizer files into the directory ``out`` and returns the vocabulary (token ->
+    id); ``eos_token``, ``mask_token`` and ``bos_token`` are the texts of its special tokens; ``config(*,
+    vocab_size, hidden, layers, eos, mask, bos)`` returns ``(config dict, generation config dict)`` for the padded
+    model vocabulary (:func:`padded_vocab`) and those ids (the config's ``auto_map`` names the code files);
     ``code_files`` are the files of ``assets/standins`` copied into the directory (dlmeval's own code of the
     family's interface); ``logit_shift`` is the family's alignment it is trained with (1: the output at ``i - 1``
     predicts token ``i``, Dream's); ``load(path, *, device, dtype, trust_remote_code, name)`` is the family's
     loader; ``source`` (the module's file) and ``code_files`` are hashed into the cache key."""
 
-    files: Callable[..., tuple]
+    tokenizer: Callable[[Path], dict[str, int]]
+    eos_token: str
+    mask_token: str
+    bos_token: str
+    config: Callable[..., tuple[dict, dict]]
     code_files: tuple[str, ...]
     load: Callable[..., object]
     logit_shift: int = 0
     source: str = ""
+
+    def files(self, out: Path, *, hidden: int, layers: int) -> tuple[dict[str, int], dict, dict, int, int]:
+        """Write the tokenizer files into ``out``; ``(vocab, config dict, generation config dict, mask id, bos
+        id)``."""
+        vocab = self.tokenizer(out)
+        eos, mask, bos = (vocab[t] for t in (self.eos_token, self.mask_token, self.bos_token))
+        cfg, gen = self.config(
+            vocab_size=padded_vocab(len(vocab)), hidden=hidden, layers=layers, eos=eos, mask=mask, bos=bos
+        )
+        return vocab, cfg, gen, mask, bos
 
 
 #: kind -> its family's stand-in recipe, registered by the family's module
@@ -92,7 +111,9 @@ def _recipe(kind: str) -> RemoteCodeStandin:
     return _RECIPES[kind]
 
 
-def _words() -> list[str]:
+def words() -> list[str]:
+    """The stand-ins' words: :data:`~dlmeval.models.tiny.TINY_WORDS` without repeats, in order (every stand-in's
+    vocabulary holds them, and its training sequences run through them)."""
     seen: list[str] = []
     for w in TINY_WORDS:
         if w not in seen:
@@ -100,8 +121,56 @@ def _words() -> list[str]:
     return seen
 
 
-def _padded(n: int) -> int:
+def padded_vocab(n: int) -> int:
+    """The model vocabulary of a stand-in whose tokenizer has ``n`` tokens: padded past it as the released
+    checkpoints are (to the next multiple of :data:`VOCAB_MULTIPLE`, plus half of one), so that the rows no token
+    names are exercised."""
     return -(-n // VOCAB_MULTIPLE) * VOCAB_MULTIPLE + VOCAB_MULTIPLE // 2
+
+
+def fast_tokenizer(
+    out: Path,
+    specials: list[str],
+    *,
+    bos: str | None = None,
+    template: tuple[str, str] | None = None,
+    extra_words: tuple[str, ...] = (),
+    specials_first: bool = True,
+    **roles: Any,
+):
+    """Write a word-level fast tokenizer over :func:`words` (then ``extra_words``) and ``specials`` into ``out``
+    (every stand-in with a fast tokenizer: the family passes its specifics); returns ``(tokenizer, vocab)``.
+
+    The ids run through ``specials`` then the words (``specials_first=False``: the words first); ``template``:
+    the ``(single, pair)`` templates of the post-processor (``("[CLS] $A [SEP]", "[CLS] $A [SEP] $B [SEP]")``),
+    ``bos`` the token prepended when no template is given, neither: nothing added; ``roles`` are the tokenizer's
+    special-token keywords (``eos_token=``, ``mask_token=``, ...; ``unk_token`` defaults to ``[UNK]``) and its
+    ``chat_template``."""
+    from tokenizers import decoders, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if bos is not None and template is not None:
+        raise ValueError("fast_tokenizer: give bos or template, not both")
+    ws = words() + list(extra_words)
+    ordered = list(dict.fromkeys(specials + ws if specials_first else ws + specials))
+    vocab = {t: i for i, t in enumerate(ordered)}
+    unk = roles.pop("unk_token", "[UNK]")
+    tk = word_level(vocab, unk)
+    if template is None and bos is not None:
+        template = (f"{bos} $A", f"{bos} $A $B")
+    if template is not None:
+        single, pair = template
+        named = dict.fromkeys(t for t in f"{single} {pair}".split() if not t.startswith("$"))
+        tk.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(t, vocab[t]) for t in named]
+        )
+    tk.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+    chat = roles.pop("chat_template", None)
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token=unk, model_max_length=128, **roles)
+    if chat:
+        tok.chat_template = chat
+    tok.save_pretrained(str(out))
+    return tok, vocab
 
 
 def _code_hash() -> str:
@@ -231,7 +300,7 @@ def _build(kind: str, out: Path, *, seed: int, layers: int, hidden: int, weights
     with torch.random.fork_rng(devices=[]), single_thread():
         torch.manual_seed(seed)
         module = AutoModel.from_config(config, trust_remote_code=True)
-        _train(module, kind, [vocab[w] for w in _words()], mask=mask, bos=bos, seed=seed)
+        _train(module, kind, [vocab[w] for w in words()], mask=mask, bos=bos, seed=seed)
     module.eval()
     module.save_pretrained(str(out), safe_serialization=True)
     # save_pretrained rewrites config.json and generation_config.json; keep ours (the released files' layout)
