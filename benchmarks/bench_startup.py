@@ -5,7 +5,8 @@
 Each command runs ``--rounds`` times in a fresh interpreter (a throw-away store, so ``runs list`` reads an empty
 one); reported: the minimum CPU seconds (user + system of the child, which load on the machine inflates less than
 wall time) and that figure as a ratio to the torch import. Commands that import neither torch nor transformers
-stay far below 1.0; ``models`` imports every family module (and so torch) to read the registry.
+stay far below 1.0 (``models`` too: it imports every family module to read the registry, and the family modules
+import torch only where a model is built or run).
 """
 
 from __future__ import annotations
