@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlmeval.errors import CheckpointError, InputError, ModelNotFoundError
+from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import validate
 from dlmeval.models.family import Family, path_loader, register_family
-from dlmeval.models.hf_mlm import HFMaskedLM
+from dlmeval.models.hf_mlm import HFMaskedLM, load_masked_lm
 from dlmeval.models.standin_families import CheckpointStandin, register_checkpoint_standin
 from dlmeval.models.tiny import standin_loader
 
@@ -56,38 +56,32 @@ def bert_chat_eos(tok) -> list[int]:
 def load_bert_chat(
     path: str, *, device=None, dtype=None, allow_download: bool = False, name=None
 ) -> BertChatLM:
-    from transformers import AutoConfig, AutoModelForMaskedLM
+    def bert_local(p: str) -> None:
+        raw = validate.check_dir(p, "BERT-Chat")
+        validate.check_model_type(raw, ("bert",), p, "a BERT-style masked LM")
 
-    from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
+    def bert_config(cfg) -> None:
+        if "bert" not in str(getattr(cfg, "model_type", "")):
+            raise InputError(
+                f"{path} is a {cfg.model_type!r} model, not a BERT-style masked LM; use the matching spec"
+            )
 
-    if not Path(path).exists() and not allow_download:
-        raise ModelNotFoundError(
-            f"BERT-Chat model {path!r} is not on disk; pass a local directory or add --allow-download"
-        )
-    from dlmeval.models.hub import local_files_only
+    def has_mask(tok) -> None:
+        if tok.mask_token_id is None:
+            raise CheckpointError(
+                f"BERT-Chat checkpoint {path}: the tokenizer has no mask token; use the release's tokenizer files"
+            )
 
-    kw = {"local_files_only": local_files_only(path, allow_download)}
-    if Path(path).exists():  # a local directory: its files checked before anything is built
-        raw = validate.check_dir(path, "BERT-Chat")
-        validate.check_model_type(raw, ("bert",), path, "a BERT-style masked LM")
-    cfg = AutoConfig.from_pretrained(path, **kw)
-    if "bert" not in str(getattr(cfg, "model_type", "")):
-        raise InputError(
-            f"{path} is a {cfg.model_type!r} model, not a BERT-style masked LM; use the matching spec"
-        )
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
-    tok = validate.load_tokenizer(path, "BERT-Chat", **kw)
-    if tok.mask_token_id is None:
-        raise CheckpointError(
-            f"BERT-Chat checkpoint {path}: the tokenizer has no mask token; use the release's tokenizer files"
-        )
-    validate.check_ids_fit(
-        {"mask id": tok.mask_token_id, "pad id": tok.pad_token_id},
-        int(getattr(cfg, "vocab_size", 0) or 0) or None,
+    module, tok, cfg, dev, dt = load_masked_lm(
         path,
-        "BERT-Chat",
-        tokenizer=tok,
+        label="BERT-Chat",
+        what="BERT-Chat model",
+        device=device,
+        dtype=dtype,
+        allow_download=allow_download,
+        check_local=bert_local,
+        check_config=bert_config,
+        check_tokenizer=has_mask,
     )
     notes = []
     if not getattr(tok, "chat_template", None):
@@ -95,12 +89,8 @@ def load_bert_chat(
         notes.append("bert-chat: the tokenizer ships no chat template; using dllm's BERT-Chat template")
     if tok.eos_token_id is None:
         notes.append("bert-chat: the tokenizer names no EOS; the pad token ends a text (as dllm trains it)")
-    module, _ = validate.from_pretrained_checked(
-        AutoModelForMaskedLM, path, "BERT-Chat", dtype=dt, **kw, **place_kwargs(device)
-    )
-    module = place(module, dev, device)
     m = BertChatLM(
-        module.eval(),
+        module,
         tok,
         name=name or Path(path).name,
         source=str(path),

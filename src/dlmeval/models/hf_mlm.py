@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from dlmeval.errors import CheckpointError, InputError
 from dlmeval.models import validate
@@ -79,9 +80,26 @@ def check_hf_dir(path: str, trust_remote_code: bool = False) -> dict:
     return cfg
 
 
-def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
-    """``hf:PATH``: ``AutoModelForMaskedLM`` + ``AutoTokenizer`` from a local directory (a hub id only with
-    ``allow_download``); a causal LM directory is refused with the spec to use."""
+def load_masked_lm(
+    path: str,
+    *,
+    label: str,
+    what: str,
+    device: Any,
+    dtype: Any,
+    allow_download: bool,
+    check_local: Callable[[str], Any],
+    check_config: Callable[[Any], None],
+    check_tokenizer: Callable[[Any], None],
+    trust_remote_code: bool | None = None,
+) -> tuple[Any, Any, Any, torch.device, torch.dtype]:
+    """``(module, tokenizer, config, device, dtype)`` of an ``AutoModelForMaskedLM`` checkpoint (every masked-LM
+    family's loader: ``hf:``, ``bert-chat:``). A path not on disk is refused without ``allow_download`` (``what``
+    names it); a local directory goes through ``check_local`` before anything is built; the config transformers
+    reads through ``check_config`` (a model of another kind refused with the spec to use), the tokenizer through
+    ``check_tokenizer`` (its mask token); then the mask and pad ids must fit the vocabulary and the weights load
+    checked (``label`` names the checkpoint in each message, :mod:`dlmeval.models.validate`), placed on ``device``.
+    ``trust_remote_code`` is passed on when given."""
     from pathlib import Path
 
     from transformers import AutoConfig, AutoModelForMaskedLM
@@ -89,49 +107,74 @@ def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
     from dlmeval.errors import ModelNotFoundError
     from dlmeval.models.base import place, place_kwargs, resolve_device, resolve_dtype
 
-    if not path:
-        raise InputError("hf: needs a path, e.g. hf:./my-bert")
-    if not Path(path).exists() and not opts.allow_download:
+    if not Path(path).exists() and not allow_download:
         raise ModelNotFoundError(
-            f"masked LM {path!r} is not on disk; pass a local directory or add --allow-download"
+            f"{what} {path!r} is not on disk; pass a local directory or add --allow-download"
         )
     from dlmeval.models.hub import local_files_only
 
-    kw = {
-        "local_files_only": local_files_only(path, opts.allow_download),
-        "trust_remote_code": opts.trust_remote_code,
-    }
+    kw: dict[str, Any] = {"local_files_only": local_files_only(path, allow_download)}
+    if trust_remote_code is not None:
+        kw["trust_remote_code"] = trust_remote_code
     if Path(path).exists():  # a local directory: its files checked before anything is built
-        check_hf_dir(path, opts.trust_remote_code)
+        check_local(path)
     try:
         cfg = AutoConfig.from_pretrained(path, **kw)
     except (OSError, ValueError) as e:
         raise ModelNotFoundError(
             f"cannot read a model config from {path!r}: {validate.first_line(e)}"
         ) from None
-    archs = " ".join(cfg.architectures or [])
-    if "CausalLM" in archs:
-        raise InputError(
-            f"{path} is a causal LM ({archs}); use causal:{path}, or llada:/dream: for those families"
-        )
-    dev = resolve_device(opts.device)
-    dt = resolve_dtype(opts.dtype, dev)
-    tok = validate.load_tokenizer(path, "masked LM", **kw)
-    if tok.mask_token_id is None:
-        raise InputError(
-            f"{path}: the tokenizer has no mask token; it is not a masked LM (see `dlmeval models`)"
-        )
+    check_config(cfg)
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    tok = validate.load_tokenizer(path, label, **kw)
+    check_tokenizer(tok)
     validate.check_ids_fit(
         {"mask id": tok.mask_token_id, "pad id": tok.pad_token_id},
         int(getattr(cfg, "vocab_size", 0) or 0) or None,
         path,
-        "masked LM",
+        label,
         tokenizer=tok,
     )
     module, _ = validate.from_pretrained_checked(
-        AutoModelForMaskedLM, path, "masked LM", dtype=dt, **kw, **place_kwargs(opts.device)
+        AutoModelForMaskedLM, path, label, dtype=dt, **kw, **place_kwargs(device)
     )
-    module = place(module, dev, opts.device)
+    return place(module, dev, device), tok, cfg, dev, dt
+
+
+def load_hf_mlm(path: str, opts: LoadOptions) -> HFMaskedLM:
+    """``hf:PATH``: ``AutoModelForMaskedLM`` + ``AutoTokenizer`` from a local directory (a hub id only with
+    ``allow_download``); a causal LM directory is refused with the spec to use."""
+    from pathlib import Path
+
+    if not path:
+        raise InputError("hf: needs a path, e.g. hf:./my-bert")
+
+    def not_causal(cfg) -> None:
+        archs = " ".join(cfg.architectures or [])
+        if "CausalLM" in archs:
+            raise InputError(
+                f"{path} is a causal LM ({archs}); use causal:{path}, or llada:/dream: for those families"
+            )
+
+    def has_mask(tok) -> None:
+        if tok.mask_token_id is None:
+            raise InputError(
+                f"{path}: the tokenizer has no mask token; it is not a masked LM (see `dlmeval models`)"
+            )
+
+    module, tok, cfg, dev, dt = load_masked_lm(
+        path,
+        label="masked LM",
+        what="masked LM",
+        device=opts.device,
+        dtype=opts.dtype,
+        allow_download=opts.allow_download,
+        check_local=lambda p: check_hf_dir(p, opts.trust_remote_code),
+        check_config=not_causal,
+        check_tokenizer=has_mask,
+        trust_remote_code=opts.trust_remote_code,
+    )
     return HFMaskedLM(
         module,
         tok,
