@@ -30,8 +30,10 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import socket
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("dlmeval.store")
@@ -303,19 +305,42 @@ def gone(lease: dict[str, Any]) -> bool:
     return bool(lease.get("pid_start")) and start is not None and start != lease["pid_start"]
 
 
-#: the commands that take ``--threads`` (cli/options.py's runtime group)
-_THREADED = {"score", "sample", "care", "robust", "meta-eval", "train", "demo"}
+#: the commands that take ``--threads`` (cli/options.py's runtime group): the fallback when no reader is given or
+#: the recorded command line does not parse
+_THREADED = {"score", "sample", "care", "robust", "meta-eval", "train", "demo", "leaderboard", "check-model"}
+
+#: what the CLI's own parser reads in a recorded command's arguments (the words after the program's name):
+#: ``(its command takes --threads, they state it)``, or None where they do not parse
+#: (:func:`dlmeval.cli.main.command_reader`; the store never imports the CLI)
+CommandReader = Callable[[list[str]], tuple[bool, bool] | None]
 
 
-def resume_hint(command_line: str | None, signature: str | None = None) -> str:
+def _threads_words(command_line: str) -> tuple[bool, bool]:
+    """The word heuristic: some word after the first names a command of :data:`_THREADED` (global options may
+    precede the command); some word is ``--threads`` or ``--threads=N``."""
+    words = command_line.split()
+    stated = any(w == "--threads" or w.startswith("--threads=") for w in words)
+    return any(w in _THREADED for w in words[1:]), stated
+
+
+def resume_hint(
+    command_line: str | None, signature: str | None = None, read: CommandReader | None = None
+) -> str:
     """How to resume a stopped run: its command line, with ``--threads N`` added when the run recorded a thread
     count the command did not state (the count is part of the run id, so a machine with other cores would
-    otherwise open a new run instead of resuming this one)."""
+    otherwise open a new run instead of resuming this one). ``read`` (the CLI's own parser) decides whether the
+    command takes ``--threads`` and states it; without it, or where the line does not parse, a word heuristic
+    does."""
     if not command_line:
         return "rerun its command to resume"
     m = re.search(r"(?:^|\|)threads:(\d+)(?:\||$)", signature or "")
-    words = command_line.split()
-    stated = any(w == "--threads" or w.startswith("--threads=") for w in words)
-    if m and not stated and any(w in _THREADED for w in words[1:]):  # global options may precede the command
+    parsed = None
+    if m and read is not None:
+        try:
+            parsed = read(shlex.split(command_line)[1:])
+        except ValueError:  # unbalanced quotes: not a line shlex.join wrote
+            parsed = None
+    takes, stated = parsed if parsed is not None else _threads_words(command_line)
+    if m and takes and not stated:
         command_line = f"{command_line} --threads {m.group(1)}"
     return f"rerun `{command_line}` to resume"
