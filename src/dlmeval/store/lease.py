@@ -83,11 +83,11 @@ def holder() -> tuple[str, int, str | None]:
     return _HOLDER
 
 
-def _has_table(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'leases'").fetchone()
-        is not None
-    )
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the store has table ``name`` (``leases``, ``stops`` and ``claims`` are created on the first write
+    that needs them; a store from before them lacks them)."""
+    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(q, (name,)).fetchone() is not None
 
 
 #: (store file, run id) of every run this process wrote (took or shared the lease of) and has not finished
@@ -121,7 +121,7 @@ def other_holder(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None
 def take(conn: sqlite3.Connection, run_id: str, now: str) -> None:
     """Take or refresh the lease of ``run_id`` (inside the caller's write transaction). A lease that another
     live process holds stays its own: this process writes beside it (the chunks are shared by claims)."""
-    if not _has_table(conn):
+    if not _has_table(conn, "leases"):
         conn.execute(SCHEMA)
     _WRITING.add((_db_file(conn), run_id))
     if other_holder(conn, run_id) is not None:
@@ -132,11 +132,11 @@ def take(conn: sqlite3.Connection, run_id: str, now: str) -> None:
 
 def release(conn: sqlite3.Connection, run_id: str) -> None:
     _WRITING.discard((_db_file(conn), run_id))
-    if _has_table(conn):
+    if _has_table(conn, "leases"):
         held = leases(conn).get(run_id)
         if held is None or _mine(held) or gone(held):
             conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-    if _has_stops(conn):
+    if _has_table(conn, "stops"):
         conn.execute("DELETE FROM stops WHERE run_id = ?", (run_id,))
 
 
@@ -144,7 +144,7 @@ def announce(conn: sqlite3.Connection, run_id: str) -> bool:
     """Say once (one line) that another live process is writing ``run_id`` (it holds the run's lease, or a chunk
     of it); whether one is."""
     held = other_holder(conn, run_id)
-    if held is None and _has_claims(conn):
+    if held is None and _has_table(conn, "claims"):
         q = "SELECT host, pid, pid_start, heartbeat FROM claims WHERE run_id = ?"
         for h, p, s, hb in conn.execute(q, (run_id,)).fetchall():
             c = {"host": h, "pid": p, "pid_start": s, "heartbeat": hb}
@@ -164,14 +164,9 @@ def announce(conn: sqlite3.Connection, run_id: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- stops
-def _has_stops(conn: sqlite3.Connection) -> bool:
-    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stops'"
-    return conn.execute(q).fetchone() is not None
-
-
 def stops(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """{run_id: {status, error, at, host, pid}} of the runs recorded as failed or interrupted."""
-    if not _has_stops(conn):
+    if not _has_table(conn, "stops"):
         return {}
     q = "SELECT run_id, status, error, at, host, pid FROM stops"
     return {
@@ -204,9 +199,9 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
                     "INSERT OR REPLACE INTO stops (run_id, status, error, at, host, pid) VALUES (?, ?, ?, ?, ?, ?)",
                     (run_id, status, str(error)[:2000], now, host, pid),
                 )
-                if _has_table(conn):
+                if _has_table(conn, "leases"):
                     conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-                if _has_claims(conn):
+                if _has_table(conn, "claims"):
                     conn.execute(
                         "DELETE FROM claims WHERE run_id = ? AND pid = ? AND host = ?", (run_id, pid, host)
                     )
@@ -222,11 +217,6 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- claims
-def _has_claims(conn: sqlite3.Connection) -> bool:
-    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claims'"
-    return conn.execute(q).fetchone() is not None
-
-
 def chunk_id(keys) -> str:
     """A chunk's name in ``claims``: a digest of its keys."""
     return hashlib.sha256("\n".join(map(str, keys)).encode("utf-8")).hexdigest()[:24]
@@ -236,7 +226,7 @@ def claim(conn: sqlite3.Connection, run_id: str, keys, since: str, now: str) -> 
     """Claim the chunk of ``keys`` for this process (inside the caller's write transaction): ``"mine"`` (claimed,
     or taken over from a holder that is gone), ``"held"`` (another live process computes it) or ``"done"`` (every
     key was written since ``since``, the start of this work loop: another process computed it)."""
-    if not _has_claims(conn):
+    if not _has_table(conn, "claims"):
         conn.execute(CLAIMS_SCHEMA)
     cid = chunk_id(keys)
     row = conn.execute(
@@ -266,13 +256,13 @@ def claim(conn: sqlite3.Connection, run_id: str, keys, since: str, now: str) -> 
 
 
 def unclaim(conn: sqlite3.Connection, run_id: str, keys) -> None:
-    if _has_claims(conn):
+    if _has_table(conn, "claims"):
         conn.execute("DELETE FROM claims WHERE run_id = ? AND chunk = ?", (run_id, chunk_id(keys)))
 
 
 def leases(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """{run_id: {host, pid, pid_start, heartbeat}} (empty for a store without the table)."""
-    if not _has_table(conn):
+    if not _has_table(conn, "leases"):
         return {}
     return {
         rid: {"host": h, "pid": p, "pid_start": s, "heartbeat": hb}
