@@ -76,22 +76,11 @@ def build_dream(code: Path, out: Path) -> Path:
     return out
 
 
-def _no_mass(model):
-    n, mask = len(model.tokenizer), model.mask_token_id
-
-    def hook(step, x, logits):
-        logits = logits.clone()
-        logits[..., n:] = torch.finfo(logits.dtype).min
-        logits[..., mask] = torch.finfo(logits.dtype).min
-        return logits
-
-    return hook
-
-
 def dream_parity(path: Path, length: int = 12) -> None:
     from dlmeval.models import load_diffusion
     from dlmeval.models.family import family_of
     from dlmeval.sampling import RemaskingSampler, SamplerConfig
+    from dlmeval.sampling.checks import no_mass_hook
 
     m = load_diffusion(f"dream:{path}", trust_remote_code=True)
     fam = family_of(m)
@@ -108,7 +97,7 @@ def dream_parity(path: Path, length: int = 12) -> None:
         kw = dict(generation_config=gc, attention_mask=attn, max_new_tokens=length, steps=steps, alg=alg)
         kw.update(temperature=0.0, top_p=top_p, top_k=top_k, alg_temp=None)
         if hook:
-            kw["generation_logits_hook_func"] = _no_mass(m)
+            kw["generation_logits_hook_func"] = no_mass_hook(m)
         with torch.no_grad():
             out = m.module.diffusion_generate(ids, **kw)
         theirs = getattr(out, "sequences", out)[:, ids.shape[1] :]

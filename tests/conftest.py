@@ -1,3 +1,4 @@
+import json
 import os
 import re
 
@@ -45,6 +46,58 @@ def write_tiny_encoder(d) -> str:
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory):
     return write_tiny_encoder(tmp_path_factory.mktemp("tiny-encoder"))
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str | os.PathLike):
+        return json.dumps(str(v))  # a JSON string is a TOML basic string
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+
+
+def tiny_care_spec(
+    name: str,
+    *,
+    tasks: dict[str, dict],
+    diffusion: tuple[str, ...] = ("tiny-llada",),
+    sources: tuple[str, ...] = ("webtext",),
+    corpora: dict[str, dict] | None = None,
+    n_prompts: int = 2,
+    steps: int = 8,
+    temperature: float = 0.0,
+    seeds: tuple[int, ...] = (1,),
+    bootstrap_resamples: int = 100,
+    n_reference: int = 4,
+    reference_words: int = 8,
+    self_bleu_max: int = 4,
+    downstream_steps: int | None = None,
+) -> str:
+    """The TOML text of a tiny Care spec (preset "tiny", evaluator tiny-causal, the AR featurizer, strategies none
+    vs high_entropy at one temperature): ``tasks`` are the ``[downstream]`` tasks (name: inline table), ``corpora``
+    the ``[corpora.<name>]`` tables; the sweep and the headline sample with ``steps`` and ``temperature``, the
+    downstream tasks greedily with ``downstream_steps`` (default ``steps``)."""
+    sections: dict[str, dict] = {
+        "models": {"diffusion": diffusion, "evaluator": "tiny-causal"},
+        "generation": {"n_prompts": n_prompts, "batch_size": n_prompts, "sources": sources},
+        **{f"corpora.{k}": v for k, v in (corpora or {}).items()},
+        "sweep": {"strategies": ("none", "high_entropy"), "steps": (steps,), "temperatures": (temperature,),
+                  "seeds": seeds},
+        "headline": {"baseline": "none", "strategy": "high_entropy", "steps": steps, "temperature": temperature,
+                     "bootstrap_resamples": bootstrap_resamples},
+        "metrics": {"featurizer": "ar", "n_reference": n_reference, "reference_words": reference_words,
+                    "self_bleu_max": self_bleu_max},
+        "downstream": {"strategies": ("none",), "steps": (steps if downstream_steps is None else downstream_steps,),
+                       "temperatures": (0.0,), "seeds": (1,), **tasks},
+    }  # fmt: skip
+    lines = [f"name = {_toml_value(name)}", "seed = 0", 'preset = "tiny"']
+    for section, keys in sections.items():
+        lines += ["", f"[{section}]", *(f"{k} = {_toml_value(v)}" for k, v in keys.items())]
+    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pytest
 from dlmeval.cli.main import main
 from dlmeval.errors import DataFormatError, InputError, ModelNotFoundError, StoreError
 from dlmeval.store import RunStore
+from tests.conftest import tiny_care_spec
 
 FAST = ["-K", "2", "-T", "2"]
 
@@ -411,46 +412,7 @@ def test_meta_eval_changed_data_recomputes(data_root, tmp_path, capsys):
     assert new_sig == fresh_sig != old_sig
 
 
-CARE_SPEC = """\
-name = "care-identity"
-seed = 0
-preset = "tiny"
-
-[models]
-diffusion = ["tiny-llada"]
-evaluator = "tiny-causal"
-
-[generation]
-n_prompts = 2
-batch_size = 2
-sources = ["webtext"]
-
-[sweep]
-strategies = ["none", "high_entropy"]
-steps = [8]
-temperatures = [0.0]
-seeds = [1]
-
-[headline]
-baseline = "none"
-strategy = "high_entropy"
-steps = 8
-temperature = 0.0
-bootstrap_resamples = 100
-
-[metrics]
-featurizer = "ar"
-n_reference = 4
-reference_words = 8
-self_bleu_max = 4
-
-[downstream]
-strategies = ["none"]
-steps = [8]
-temperatures = [0.0]
-seeds = [1]
-humaneval = { n = 1, gen_tokens = 8, timeout_s = 5 }
-"""
+CARE_SPEC = tiny_care_spec("care-identity", tasks={"humaneval": {"n": 1, "gen_tokens": 8, "timeout_s": 5}})
 
 
 def _care_data(root: Path, words: list[str]) -> Path:

@@ -21,49 +21,13 @@ import pytest
 from dlmeval import sandbox
 from dlmeval.cli.main import main
 from dlmeval.store import RunStore
+from tests.conftest import tiny_care_spec
 
 ISOLATED = sandbox.layers().ok
 
-CARE_SPEC = """\
-name = "care-hostile"
-seed = 0
-preset = "tiny"
-
-[models]
-diffusion = ["tiny-llada"]
-evaluator = "tiny-causal"
-
-[generation]
-n_prompts = 2
-batch_size = 2
-sources = ["webtext"]
-
-[sweep]
-strategies = ["none", "high_entropy"]
-steps = [4]
-temperatures = [0.0]
-seeds = [1]
-
-[headline]
-baseline = "none"
-strategy = "high_entropy"
-steps = 4
-temperature = 0.0
-bootstrap_resamples = 100
-
-[metrics]
-featurizer = "ar"
-n_reference = 4
-reference_words = 8
-self_bleu_max = 4
-
-[downstream]
-strategies = ["none"]
-steps = [4]
-temperatures = [0.0]
-seeds = [1]
-humaneval = { n = 2, gen_tokens = 4, timeout_s = 3, memory_mb = 256 }
-"""
+CARE_SPEC = tiny_care_spec(
+    "care-hostile", steps=4, tasks={"humaneval": {"n": 2, "gen_tokens": 4, "timeout_s": 3, "memory_mb": 256}}
+)
 
 
 def _payload(out: str, port: int, pid: int) -> str:

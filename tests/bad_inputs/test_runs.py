@@ -275,3 +275,39 @@ def test_the_resume_hint_adds_the_recorded_thread_count_only_where_missing_and_a
     assert resume_hint("dlmeval lm-eval --model m", sig) == "rerun `dlmeval lm-eval --model m` to resume"
     assert resume_hint("dlmeval score", "dlm:x|seed:0") == "rerun `dlmeval score` to resume"
     assert resume_hint(None, sig) == "rerun its command to resume"
+
+
+def test_the_resume_hint_reads_the_recorded_command_with_the_cli_parser(tmp_path, capsys):
+    """Where the word heuristic reads a command line wrong, the CLI's own parser reads it right: an abbreviated
+    ``--thread 2`` states the count, a store file named ``score`` is no command, and a quoted file name holding
+    ``--threads`` states nothing; a line that does not parse falls back to the heuristic."""
+    import shlex
+
+    from dlmeval.cli.main import command_reader
+    from dlmeval.store.lease import resume_hint
+
+    read, sig = command_reader(), "dlm:x|seed:0|cfg:1|threads:3|det:0|device:cpu"
+    abbreviated = "dlmeval score --model m --candidates c.txt --thread 2"
+    assert resume_hint(abbreviated, sig).endswith("--thread 2 --threads 3` to resume")  # the heuristic: wrong
+    assert resume_hint(abbreviated, sig, read) == f"rerun `{abbreviated}` to resume"
+    store_named_score = "dlmeval --store score lm-eval --model dlmeval"
+    assert resume_hint(store_named_score, sig).endswith(
+        "--threads 3` to resume"
+    )  # lm-eval takes no --threads
+    assert resume_hint(store_named_score, sig, read) == f"rerun `{store_named_score}` to resume"
+    quoted = shlex.join(["dlmeval", "sample", "--model", "m", "--prompts", "my --threads file.txt"])
+    assert resume_hint(quoted, sig) == f"rerun `{quoted}` to resume"  # the heuristic sees it stated
+    assert resume_hint(quoted, sig, read) == f"rerun `{quoted} --threads 3` to resume"
+    assert read(["leaderboard"]) == (True, False)
+    assert read(["score", "--threads=2", "--model", "m", "--candidates", "c.txt"]) == (True, True)
+    assert read(["score", "--no-such-option"]) is None and read(["runs", "list"]) == (False, False)
+    unknown = "dlmeval score --model m --no-such-option"  # another version's option: the heuristic decides
+    assert resume_hint(unknown, sig, read) == f"rerun `{unknown} --threads 3` to resume"
+    assert capsys.readouterr() == ("", "")  # argparse's complaints are not printed
+    # `runs list` reads with the parser
+    store = tmp_path / "runs.sqlite"
+    with RunStore(store) as st:
+        st.open_run("toy", {"n": 1}, [], 0, command_line=store_named_score).finish("failed")
+    assert main(["--store", str(store), "--json", "runs", "list"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["resume"] == f"rerun `{store_named_score}` to resume"

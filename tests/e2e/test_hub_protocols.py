@@ -10,6 +10,7 @@ import pytest
 
 from dlmeval.errors import InputError
 from dlmeval.store import RunStore
+from tests.conftest import tiny_care_spec
 from tests.hub_data import save_dataset
 
 
@@ -54,55 +55,31 @@ def sets(tmp_path_factory):
     return build_sets(tmp_path_factory.mktemp("hubsets"))
 
 
-CARE = """\
-name = "hub-tiny"
-seed = 0
-preset = "tiny"
-
-[models]
-diffusion = ["tiny-llada"]
-evaluator = "tiny-causal"
-
-[generation]
-n_prompts = 4
-batch_size = 4
-sources = ["owt", "lm1b"]
-
-[corpora.owt]
-source = "{owt}"
-
-[corpora.lm1b]
-source = "{lm1b}"
-style = "sentences"
-
-[sweep]
-strategies = ["none", "high_entropy"]
-steps = [16]
-temperatures = [0.5]
-seeds = [1]
-
-[headline]
-steps = 16
-temperature = 0.5
-bootstrap_resamples = 200
-
-[metrics]
-featurizer = "ar"
-n_reference = 6
-reference_words = 12
-self_bleu_max = 10
-
-[downstream]
-strategies = ["none"]
-steps = [8]
-temperatures = [0.0]
-seeds = [1]
-humaneval = {{ n = 1, gen_tokens = 8, timeout_s = 5, source = "{humaneval}" }}
-gsm8k = {{ n = 2, shots = 1, gen_tokens = 8, source = "{gsm8k}" }}
-arc = {{ n = 2, n_masks = 1, n_rates = 2, source = "{arc}" }}
-hellaswag = {{ n = 2, n_masks = 1, n_rates = 2, source = "{hellaswag}" }}
-bbh = {{ n = 2, n_masks = 1, n_rates = 2, source = "{bbh}", configs = ["boolean_expressions"] }}
-"""
+def _care(sets: dict, **changed) -> str:
+    """The tiny Care spec over the datasets of ``sets`` (a name given None in ``changed`` has no source)."""
+    s = {**sets, **changed}
+    src = lambda k: {} if s[k] is None else {"source": s[k]}  # noqa: E731
+    loglik = {"n": 2, "n_masks": 1, "n_rates": 2}
+    return tiny_care_spec(
+        "hub-tiny",
+        n_prompts=4,
+        sources=("owt", "lm1b"),
+        corpora={"owt": src("owt"), "lm1b": {**src("lm1b"), "style": "sentences"}},
+        steps=16,
+        temperature=0.5,
+        bootstrap_resamples=200,
+        n_reference=6,
+        reference_words=12,
+        self_bleu_max=10,
+        downstream_steps=8,
+        tasks={
+            "humaneval": {"n": 1, "gen_tokens": 8, "timeout_s": 5, **src("humaneval")},
+            "gsm8k": {"n": 2, "shots": 1, "gen_tokens": 8, **src("gsm8k")},
+            "arc": {**loglik, **src("arc")},
+            "hellaswag": {**loglik, **src("hellaswag")},
+            "bbh": {**loglik, **src("bbh"), "configs": ["boolean_expressions"]},
+        },
+    )
 
 
 def test_care_tiny_on_local_datasets(sets, tmp_path):
@@ -112,7 +89,7 @@ def test_care_tiny_on_local_datasets(sets, tmp_path):
     from dlmeval.protocols.care.plan import data_identity
 
     p = tmp_path / "hub.toml"
-    p.write_text(CARE.format(**sets))
+    p.write_text(_care(sets))
     spec = load_spec(p)
     # GSM8K: the exemplar comes from the train split, and the whole test split is evaluated
     td = task_data(spec.downstream, "gsm8k")
@@ -139,7 +116,7 @@ def test_care_tiny_on_local_datasets(sets, tmp_path):
     rows = datasets.load_from_disk(sets["owt"])["train"].to_list()
     rows[3]["text"] = rows[3]["text"] + " big"
     changed = save_dataset(tmp_path / "owt2", {"train": rows})
-    spec2 = load_spec(p.write_text(CARE.format(**{**sets, "owt": changed})) and p)
+    spec2 = load_spec(p.write_text(_care(sets, owt=changed)) and p)
     ident2 = data_identity(spec2)
     assert ident2["corpus:owt"]["digest"] != ident["corpus:owt"]["digest"]
     assert ident2["corpus:lm1b"] == ident["corpus:lm1b"]
@@ -150,13 +127,13 @@ def test_care_sources_are_checked(sets, tmp_path):
     from dlmeval.protocols.care.plan import data_identity
 
     p = tmp_path / "bad.toml"
-    p.write_text(CARE.format(**{**sets, "hellaswag": str(tmp_path / "absent")}))
+    p.write_text(_care(sets, hellaswag=str(tmp_path / "absent")))
     with pytest.raises(InputError, match="downstream.hellaswag.source.*does not exist"):
         data_identity(load_spec(p))
-    p.write_text(CARE.format(**sets).replace(', source = "' + sets["bbh"] + '"', ""))
+    p.write_text(_care(sets, bbh=None))
     with pytest.raises(InputError, match="downstream.bbh ships no stand-in"):
         load_spec(p)
-    p.write_text(CARE.format(**{**sets, "owt": "nobody/absent-corpus"}))
+    p.write_text(_care(sets, owt="nobody/absent-corpus"))
     with pytest.raises(InputError, match="corpora.owt.*--allow-download"):
         data_identity(load_spec(p))
 
@@ -208,7 +185,7 @@ def test_cli_refuses_an_uncached_hub_source_before_the_store_opens(sets, tmp_pat
     from dlmeval.cli.main import main
 
     p = tmp_path / "hub.toml"
-    p.write_text(CARE.format(**{**sets, "gsm8k": "nobody/absent-gsm8k"}))
+    p.write_text(_care(sets, gsm8k="nobody/absent-gsm8k"))
     store = tmp_path / "runs.sqlite"
     assert main(["--store", str(store), "care", str(p)]) == 2
     err = capsys.readouterr().err.strip()

@@ -8,52 +8,17 @@ from collections import Counter
 import pytest
 
 from dlmeval.store import RunStore
+from tests.conftest import tiny_care_spec
 
-CARE_SPEC = """\
-name = "t-plan"
-seed = 0
-preset = "tiny"
-
-[models]
-diffusion = ["tiny-llada", "tiny-bert"]
-evaluator = "tiny-causal"
-
-[generation]
-n_prompts = 3
-batch_size = 3
-sources = ["webtext", "lm1b"]
-
-[sweep]
-strategies = ["none", "high_entropy"]
-steps = [8]
-temperatures = [0.0]
-seeds = [1, 2]
-
-[compute_matched]
-nfe = []
-
-[dose_response]
-fractions = []
-
-[headline]
-steps = 8
-temperature = 0.0
-bootstrap_resamples = 100
-
-[metrics]
-featurizer = "ar"
-n_reference = 4
-reference_words = 8
-self_bleu_max = 5
-
-[downstream]
-strategies = ["none"]
-steps = [8]
-temperatures = [0.0]
-seeds = [1]
-gsm8k = { n = 2, shots = 1, gen_tokens = 8 }
-arc = { n = 2, n_masks = 1, n_rates = 2 }
-"""
+CARE_SPEC = tiny_care_spec(
+    "t-plan",
+    diffusion=("tiny-llada", "tiny-bert"),
+    n_prompts=3,
+    sources=("webtext", "lm1b"),
+    seeds=(1, 2),
+    self_bleu_max=5,
+    tasks={"gsm8k": {"n": 2, "shots": 1, "gen_tokens": 8}, "arc": {"n": 2, "n_masks": 1, "n_rates": 2}},
+)
 
 
 def _count(monkeypatch, owner, name: str, counts: Counter, key) -> None:

@@ -33,16 +33,17 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-PY = sys.executable
+if not __package__:  # run as a script (python tests/guard/test_guard_outputs.py --write): the checkout's root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.parallel.test_parallel import dlmeval  # one launcher: one process, or torchrun
+
 DIGEST = Path(__file__).with_name("guard_digest.json")
 #: left out of every record: measured wall-clock time, and the code / machine identity in a signature
 WALL_CLOCK = ("seconds", "cpu_seconds", "wall_seconds", "code", "cpu_capability")
@@ -208,31 +209,8 @@ def _csv_entry(text: str) -> dict:
     return _entry(list(csv.reader(io.StringIO(text))))
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DLMEVAL_DIST_TIMEOUT": "120"})
-    if env.get(
-        "PYTHONPATH"
-    ):  # the commands run in a temporary directory: a relative PYTHONPATH=src must hold
-        env["PYTHONPATH"] = os.pathsep.join(
-            str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep)
-        )
-    return env
-
-
 def _run(nproc: int, args: list[str], cwd: Path) -> str:
-    launch = [PY, "-m", "dlmeval"]
-    if nproc > 1:
-        launch = [
-            PY,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={nproc}",
-            "-m",
-            "dlmeval",
-        ]
-    r = subprocess.run([*launch, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600)
+    r = dlmeval(nproc, args, cwd=cwd, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 

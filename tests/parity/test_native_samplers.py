@@ -13,6 +13,7 @@ from dlmeval.errors import InputError
 from dlmeval.models import tiny_model
 from dlmeval.models.family import FAMILIES, family_of
 from dlmeval.sampling import STRATEGIES, RemaskingSampler, SamplerConfig
+from dlmeval.sampling.checks import no_mass_hook
 from dlmeval.sampling.fields import step_fields, top_k_filter
 
 PROMPTS = ["the a an of to", "one two three", "he she they we you i", "big small good"]
@@ -22,19 +23,6 @@ L = 12
 @pytest.fixture(scope="module")
 def dream():
     return tiny_model("dream")
-
-
-def _no_mass_where_dlmeval_samples_none(model):
-    """Dream's logits hook: the mask id and the vocabulary padding get no mass, as in dlmeval's sampler."""
-    n, mask = len(model.tokenizer), model.mask_token_id
-
-    def hook(step, x, logits):
-        logits = logits.clone()
-        logits[..., n:] = torch.finfo(logits.dtype).min
-        logits[..., mask] = torch.finfo(logits.dtype).min
-        return logits
-
-    return hook
 
 
 def test_every_native_sampler_maps_to_a_registered_strategy():
@@ -54,7 +42,7 @@ def test_dream_algorithms_equal_diffusion_generate_token_for_token(dream):
     fam = family_of(dream)
     enc = [dream.encode(p) for p in PROMPTS]
     ids, attn = dream.pad(enc)
-    hook = _no_mass_where_dlmeval_samples_none(dream)
+    hook = no_mass_hook(dream)  # the mask id and the vocabulary padding get no mass
     grid = itertools.product(
         ["maskgit_plus", "topk_margin", "entropy"], [1, 3, 6, 12], [None, 5], [None, 0.9]
     )

@@ -240,3 +240,20 @@ def test_every_robustness_png_is_drawn_by_the_figure_home_with_legends_outside(t
     assert sorted(ipm_labels) == ["ipm.random[0.1]", "ipm.span[0.1]", "noisy baseline"]
     for name, fig in saved.items():
         assert F.legend_overlaps(fig) == [], name
+
+
+def test_interaction_and_gap_plots_draw_one_sorted_line_per_strategy_or_step_count():
+    rows = [
+        {"model": "m", "source": "webtext", "strategy": s, "baseline": "none", "steps": st, "temperature": t,
+         "mauve": 0.1 * i + t, "mauve_se": 0.01, "gap": t - 0.5, "gap_se": 0.02}
+        for i, s in enumerate(("none", "high_entropy")) for st in (8, 16) for t in (1.0, 0.0, 0.5)
+    ]  # fmt: skip
+    df = pd.DataFrame(rows)
+    ax = F.interaction_plot(df).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["none", "high_entropy"]
+    xs = [c.lines[0].get_xdata().tolist() for c in ax.containers]  # one errorbar per strategy
+    assert xs == [[0.0, 0.5, 1.0]] * 2  # sorted by temperature, at the largest step count only
+    ax = F.gap_plot(df[df["strategy"] == "high_entropy"]).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["8 steps", "16 steps"]
+    ax = F.gap_plot(df[df["strategy"] == "high_entropy"].drop(columns="steps").iloc[:3]).axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["all"]

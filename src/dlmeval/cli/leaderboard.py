@@ -79,6 +79,7 @@ def _tiered_tables(args, store_path) -> list[tuple[str, str]]:
     out = []
     with RunStore(store_path, must_exist=True) as store:
         wanted = set(args.runs or [])
+        index = None  # the verification runs, read once when a table needs them
         for info in store.list_runs(RUN_KIND):
             run = store.get_run(info["run_id"])
             if wanted and not any(run.run_id.startswith(w) for w in wanted):
@@ -87,10 +88,11 @@ def _tiered_tables(args, store_path) -> list[tuple[str, str]]:
                 table = run.get_table("leaderboard_rows")
                 text = paper_table_markdown(table)
                 if "care_run" in table.columns:  # each row's status (the paper's table keeps its own columns)
-                    from dlmeval.store.verification import run_status
+                    from dlmeval.store.verification import run_status, verification_index
 
+                    index = verification_index(store) if index is None else index
                     text += "\n\nstatus: " + ", ".join(
-                        f"{m} {run_status(store, str(rid))['status']}"
+                        f"{m} {run_status(store, str(rid), index)['status']}"
                         for m, rid in zip(table["model"], table["care_run"])
                         if isinstance(rid, str) and rid
                     )
@@ -113,10 +115,11 @@ def verify(args: argparse.Namespace, targets: list[str]) -> int:
     results = []
     with RunStore(store_arg) as store:
         if not targets:  # every Care run of the store that no verification has decided yet
-            from dlmeval.store.verification import run_status
+            from dlmeval.store.verification import run_status, verification_index
 
+            index = verification_index(store)
             targets = [r["run_id"] for r in store.list_runs("care")]
-            targets = [t for t in targets if run_status(store, t)["status"] == "pending"]
+            targets = [t for t in targets if run_status(store, t, index)["status"] == "pending"]
             if not targets:
                 raise InputError(
                     f"no pending Care run in {store.path} to verify; name a BUNDLE file or a RUN id"

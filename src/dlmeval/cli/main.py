@@ -11,8 +11,10 @@ exit with code 2; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import io
 import logging
 import os
 import shlex
@@ -120,6 +122,27 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         importlib.import_module(name).register(sub)
     return p
+
+
+def command_reader():
+    """A reader of recorded command lines for :func:`dlmeval.store.lease.resume_hint`: given the words after
+    ``dlmeval``, whether their command takes ``--threads`` and whether they state it (any form argparse accepts:
+    ``--threads 2``, ``--threads=2``, an abbreviation), as this parser reads them; None where they do not parse
+    (options of another version, a plugin's command not loaded). The parser is built once per reader."""
+    parser = build_parser()
+
+    def read(argv: list[str]) -> tuple[bool, bool] | None:
+        own, _rest = _split_passthrough(argv, parser)  # another program's arguments are not dlmeval's
+        try:
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+                args = parser.parse_args(own)
+        except SystemExit:  # argparse's way of saying it does not parse (or --help / --version)
+            return None
+        if not getattr(args, "func", None):
+            return None
+        return hasattr(args, "threads"), getattr(args, "threads", None) is not None
+
+    return read
 
 
 def usable_cpus() -> int:

@@ -107,8 +107,10 @@ def _list(store_arg: str | None, kind: str | None, as_json: bool) -> int:
     path = resolve_store_path(store_arg)
     runs: list[dict[str, Any]] = []
     if path.exists():
+        from dlmeval.cli.main import command_reader
+
         with RunStore(path, must_exist=True) as store:  # read-only: lists a store it cannot write
-            runs = store.list_runs(kind=kind)
+            runs = store.list_runs(kind=kind, read_command=command_reader())
     if as_json:
         print(json.dumps({"store": str(path), "runs": runs}, indent=2))
         return 0
@@ -156,7 +158,11 @@ def _show(r, as_json: bool, rows: int) -> int:
     from dlmeval.store.code import describe
 
     info = r.info()
-    listed = next((x for x in r.store.list_runs() if x["run_id"] == r.run_id), {})
+    from dlmeval.cli.main import command_reader
+
+    listed = next(
+        (x for x in r.store.list_runs(read_command=command_reader()) if x["run_id"] == r.run_id), {}
+    )
     info["status"] = listed.get("status", info["status"])  # `interrupted` when the writing process is gone
     info.update({k: listed[k] for k in ("error", "stopped", "resume") if k in listed})
     if as_json:

@@ -126,7 +126,7 @@ COLUMNS = (
 def leaderboard_frame(store, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per (Care run, source) with the columns of :data:`COLUMNS` (numbers unrounded)."""
     from dlmeval.report.html import _open_store, fold_runs, select_runs
-    from dlmeval.store.verification import run_status
+    from dlmeval.store.verification import run_status, verification_index
 
     store, close = _open_store(store)
     try:
@@ -137,7 +137,8 @@ def leaderboard_frame(store, run_ids: Sequence[str] | None = None) -> pd.DataFra
         rows = []
         for r in runs:
             rows += [x for x in _rows(r) if (r.run_id, x["model"]) not in covered]
-        status = {rid: run_status(store, rid)["status"] for rid in {x["run_id"] for x in rows}}
+        index = verification_index(store)  # read once, not once per run
+        status = {rid: run_status(store, rid, index)["status"] for rid in {x["run_id"] for x in rows}}
         for x in rows:
             x["status"] = status[x["run_id"]]
     finally:

@@ -210,13 +210,14 @@ def write_site(
     from dlmeval.report.html import _open_store
     from dlmeval.report.leaderboard import leaderboard_frame
     from dlmeval.store.bundle import export_bundle
-    from dlmeval.store.verification import run_status
+    from dlmeval.store.verification import run_status, verification_index
 
     out = Path(out_dir)
     store, close = _open_store(store)
     try:
         df = leaderboard_frame(store, run_ids)
         pages = {rid: f"models/{rid}.html" for rid in df["run_id"].unique()}
+        index = verification_index(store)  # read once, not once per page and bundle
         made: dict[str, str] = {}
         try:
             (out / "models").mkdir(parents=True, exist_ok=True)
@@ -226,8 +227,10 @@ def write_site(
                 run = store.get_run(rid)
                 if bundles:
                     made[rid] = f"bundles/{rid}.zip"
-                    export_bundle(run, out / made[rid])
-                page = _model_page(store, run, df[df["run_id"] == rid], run_status(store, rid), made.get(rid))
+                    export_bundle(run, out / made[rid], index=index)
+                page = _model_page(
+                    store, run, df[df["run_id"] == rid], run_status(store, rid, index), made.get(rid)
+                )
                 (out / pages[rid]).write_text(page, encoding="utf-8")
             (out / "index.html").write_text(_index(df, pages, made), encoding="utf-8")
             df.to_csv(out / "leaderboard.csv", index=False)

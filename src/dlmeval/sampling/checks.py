@@ -18,6 +18,21 @@ from dlmeval.sampling.sampler import RemaskingSampler
 SAMPLER_STEPS = (1, 3, 8)
 
 
+def no_mass_hook(model):
+    """A ``generation_logits_hook_func(step, x, logits)`` for a checkpoint's own ``diffusion_generate`` (Dream's)
+    that gives the ids dlmeval's sampler never samples no mass: the vocabulary padding past the tokenizer and the
+    mask id (a copy of the logits, at the dtype's minimum there)."""
+    n_tok, banned = len(model.tokenizer), int(model.mask_token_id)
+
+    def hook(step, x, logits):
+        logits = logits.clone()
+        logits[..., n_tok:] = torch.finfo(logits.dtype).min
+        logits[..., banned] = torch.finfo(logits.dtype).min
+        return logits
+
+    return hook
+
+
 def check_sampler(model, length: int = 8) -> Check:
     """dlmeval's sampler against the checkpoint's own ``diffusion_generate`` at temperature 0, for each of the
     family's native algorithms at :data:`SAMPLER_STEPS`, called with an explicit ``top_k=None`` / ``top_p=None``
@@ -35,13 +50,7 @@ def check_sampler(model, length: int = 8) -> Check:
     }
     prompts = [model.encode(PROBES_RUN[0]), model.encode(PROBES_TEXT[2])]
     ids, attn = model.pad(prompts)
-    n_tok, banned = len(model.tokenizer), int(model.mask_token_id)
-
-    def hook(step, x, logits):
-        logits = logits.clone()
-        logits[..., n_tok:] = torch.finfo(logits.dtype).min
-        logits[..., banned] = torch.finfo(logits.dtype).min
-        return logits
+    hook = no_mass_hook(model)
 
     def theirs(alg, steps, explicit):
         kw = dict(max_new_tokens=length, steps=steps, alg=alg, temperature=0.0, alg_temp=None)

@@ -132,17 +132,19 @@ def _run_members(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     return members, digests
 
 
-def attached_runs(store: RunStore, run_id: str) -> list[str]:
-    """The runs a bundle of ``run_id`` carries with it: its verification runs."""
+def attached_runs(store: RunStore, run_id: str, index: dict[str, list] | None = None) -> list[str]:
+    """The runs a bundle of ``run_id`` carries with it: its verification runs (``index``:
+    :func:`dlmeval.store.verification.verification_index`, read once for many bundles)."""
     from dlmeval.store.verification import verification_runs
 
-    return [r.run_id for r in verification_runs(store, run_id)]
+    return [r.run_id for r in verification_runs(store, run_id, index)]
 
 
-def export_bundle(run: Run, path: str | Path) -> dict[str, Any]:
-    """Write the bundle of ``run`` (and its verification runs) to ``path``; returns the manifest."""
+def export_bundle(run: Run, path: str | Path, *, index: dict[str, list] | None = None) -> dict[str, Any]:
+    """Write the bundle of ``run`` (and its verification runs) to ``path``; returns the manifest (``index``: see
+    :func:`attached_runs`)."""
     store = run.store
-    ids = [run.run_id, *attached_runs(store, run.run_id)]
+    ids = [run.run_id, *attached_runs(store, run.run_id, index)]
     members: dict[str, str] = {}
     records: dict[str, dict[str, str]] = {}
     for rid in ids:

@@ -329,9 +329,12 @@ class RunStore:
             raise InputError(f"run id prefix {ref!r} matches {len(rows)} runs: {shown}; give more digits")
         return Run(self, rows[0][0])
 
-    def list_runs(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def list_runs(
+        self, kind: str | None = None, *, read_command: lease.CommandReader | None = None
+    ) -> list[dict[str, Any]]:
         """One dict per run (oldest first): run_id, kind, models, seed, created, updated, status, n_items, signature
-        (the short line)."""
+        (the short line); a stopped run also its ``resume`` hint (``read_command``: the CLI's own reading of its
+        recorded command line, :func:`dlmeval.store.lease.resume_hint`)."""
         if getattr(self, "_empty", False):
             return []
         sql = (
@@ -360,13 +363,13 @@ class RunStore:
                 extra["lease"] = held[rid]
                 if lease.gone(held[rid]):  # its process is gone: say so, and how to go on
                     status = "interrupted"
-                    extra["resume"] = lease.resume_hint(cmds.get(rid), sig)
+                    extra["resume"] = lease.resume_hint(cmds.get(rid), sig, read_command)
             elif status in ("failed", "interrupted"):
                 stop = stopped.get(rid)
                 if stop is not None:
                     extra["error"] = stop["error"]
                     extra["stopped"] = stop["at"]
-                extra["resume"] = lease.resume_hint(cmds.get(rid), sig)
+                extra["resume"] = lease.resume_hint(cmds.get(rid), sig, read_command)
             out.append(
                 {
                     "run_id": rid,

@@ -30,8 +30,10 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import socket
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("dlmeval.store")
@@ -81,11 +83,11 @@ def holder() -> tuple[str, int, str | None]:
     return _HOLDER
 
 
-def _has_table(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'leases'").fetchone()
-        is not None
-    )
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the store has table ``name`` (``leases``, ``stops`` and ``claims`` are created on the first write
+    that needs them; a store from before them lacks them)."""
+    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(q, (name,)).fetchone() is not None
 
 
 #: (store file, run id) of every run this process wrote (took or shared the lease of) and has not finished
@@ -119,7 +121,7 @@ def other_holder(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None
 def take(conn: sqlite3.Connection, run_id: str, now: str) -> None:
     """Take or refresh the lease of ``run_id`` (inside the caller's write transaction). A lease that another
     live process holds stays its own: this process writes beside it (the chunks are shared by claims)."""
-    if not _has_table(conn):
+    if not _has_table(conn, "leases"):
         conn.execute(SCHEMA)
     _WRITING.add((_db_file(conn), run_id))
     if other_holder(conn, run_id) is not None:
@@ -130,11 +132,11 @@ def take(conn: sqlite3.Connection, run_id: str, now: str) -> None:
 
 def release(conn: sqlite3.Connection, run_id: str) -> None:
     _WRITING.discard((_db_file(conn), run_id))
-    if _has_table(conn):
+    if _has_table(conn, "leases"):
         held = leases(conn).get(run_id)
         if held is None or _mine(held) or gone(held):
             conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-    if _has_stops(conn):
+    if _has_table(conn, "stops"):
         conn.execute("DELETE FROM stops WHERE run_id = ?", (run_id,))
 
 
@@ -142,7 +144,7 @@ def announce(conn: sqlite3.Connection, run_id: str) -> bool:
     """Say once (one line) that another live process is writing ``run_id`` (it holds the run's lease, or a chunk
     of it); whether one is."""
     held = other_holder(conn, run_id)
-    if held is None and _has_claims(conn):
+    if held is None and _has_table(conn, "claims"):
         q = "SELECT host, pid, pid_start, heartbeat FROM claims WHERE run_id = ?"
         for h, p, s, hb in conn.execute(q, (run_id,)).fetchall():
             c = {"host": h, "pid": p, "pid_start": s, "heartbeat": hb}
@@ -162,14 +164,9 @@ def announce(conn: sqlite3.Connection, run_id: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- stops
-def _has_stops(conn: sqlite3.Connection) -> bool:
-    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stops'"
-    return conn.execute(q).fetchone() is not None
-
-
 def stops(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """{run_id: {status, error, at, host, pid}} of the runs recorded as failed or interrupted."""
-    if not _has_stops(conn):
+    if not _has_table(conn, "stops"):
         return {}
     q = "SELECT run_id, status, error, at, host, pid FROM stops"
     return {
@@ -202,9 +199,9 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
                     "INSERT OR REPLACE INTO stops (run_id, status, error, at, host, pid) VALUES (?, ?, ?, ?, ?, ?)",
                     (run_id, status, str(error)[:2000], now, host, pid),
                 )
-                if _has_table(conn):
+                if _has_table(conn, "leases"):
                     conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-                if _has_claims(conn):
+                if _has_table(conn, "claims"):
                     conn.execute(
                         "DELETE FROM claims WHERE run_id = ? AND pid = ? AND host = ?", (run_id, pid, host)
                     )
@@ -220,11 +217,6 @@ def stop_all(status: str, error: str, now: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- claims
-def _has_claims(conn: sqlite3.Connection) -> bool:
-    q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claims'"
-    return conn.execute(q).fetchone() is not None
-
-
 def chunk_id(keys) -> str:
     """A chunk's name in ``claims``: a digest of its keys."""
     return hashlib.sha256("\n".join(map(str, keys)).encode("utf-8")).hexdigest()[:24]
@@ -234,7 +226,7 @@ def claim(conn: sqlite3.Connection, run_id: str, keys, since: str, now: str) -> 
     """Claim the chunk of ``keys`` for this process (inside the caller's write transaction): ``"mine"`` (claimed,
     or taken over from a holder that is gone), ``"held"`` (another live process computes it) or ``"done"`` (every
     key was written since ``since``, the start of this work loop: another process computed it)."""
-    if not _has_claims(conn):
+    if not _has_table(conn, "claims"):
         conn.execute(CLAIMS_SCHEMA)
     cid = chunk_id(keys)
     row = conn.execute(
@@ -264,13 +256,13 @@ def claim(conn: sqlite3.Connection, run_id: str, keys, since: str, now: str) -> 
 
 
 def unclaim(conn: sqlite3.Connection, run_id: str, keys) -> None:
-    if _has_claims(conn):
+    if _has_table(conn, "claims"):
         conn.execute("DELETE FROM claims WHERE run_id = ? AND chunk = ?", (run_id, chunk_id(keys)))
 
 
 def leases(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """{run_id: {host, pid, pid_start, heartbeat}} (empty for a store without the table)."""
-    if not _has_table(conn):
+    if not _has_table(conn, "leases"):
         return {}
     return {
         rid: {"host": h, "pid": p, "pid_start": s, "heartbeat": hb}
@@ -303,19 +295,42 @@ def gone(lease: dict[str, Any]) -> bool:
     return bool(lease.get("pid_start")) and start is not None and start != lease["pid_start"]
 
 
-#: the commands that take ``--threads`` (cli/options.py's runtime group)
-_THREADED = {"score", "sample", "care", "robust", "meta-eval", "train", "demo"}
+#: the commands that take ``--threads`` (cli/options.py's runtime group): the fallback when no reader is given or
+#: the recorded command line does not parse
+_THREADED = {"score", "sample", "care", "robust", "meta-eval", "train", "demo", "leaderboard", "check-model"}
+
+#: what the CLI's own parser reads in a recorded command's arguments (the words after the program's name):
+#: ``(its command takes --threads, they state it)``, or None where they do not parse
+#: (:func:`dlmeval.cli.main.command_reader`; the store never imports the CLI)
+CommandReader = Callable[[list[str]], tuple[bool, bool] | None]
 
 
-def resume_hint(command_line: str | None, signature: str | None = None) -> str:
+def _threads_words(command_line: str) -> tuple[bool, bool]:
+    """The word heuristic: some word after the first names a command of :data:`_THREADED` (global options may
+    precede the command); some word is ``--threads`` or ``--threads=N``."""
+    words = command_line.split()
+    stated = any(w == "--threads" or w.startswith("--threads=") for w in words)
+    return any(w in _THREADED for w in words[1:]), stated
+
+
+def resume_hint(
+    command_line: str | None, signature: str | None = None, read: CommandReader | None = None
+) -> str:
     """How to resume a stopped run: its command line, with ``--threads N`` added when the run recorded a thread
     count the command did not state (the count is part of the run id, so a machine with other cores would
-    otherwise open a new run instead of resuming this one)."""
+    otherwise open a new run instead of resuming this one). ``read`` (the CLI's own parser) decides whether the
+    command takes ``--threads`` and states it; without it, or where the line does not parse, a word heuristic
+    does."""
     if not command_line:
         return "rerun its command to resume"
     m = re.search(r"(?:^|\|)threads:(\d+)(?:\||$)", signature or "")
-    words = command_line.split()
-    stated = any(w == "--threads" or w.startswith("--threads=") for w in words)
-    if m and not stated and any(w in _THREADED for w in words[1:]):  # global options may precede the command
+    parsed = None
+    if m and read is not None:
+        try:
+            parsed = read(shlex.split(command_line)[1:])
+        except ValueError:  # unbalanced quotes: not a line shlex.join wrote
+            parsed = None
+    takes, stated = parsed if parsed is not None else _threads_words(command_line)
+    if m and takes and not stated:
         command_line = f"{command_line} --threads {m.group(1)}"
     return f"rerun `{command_line}` to resume"

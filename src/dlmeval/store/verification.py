@@ -61,14 +61,23 @@ def compare_records(stored: Any, new: Any, *, rtol: float = 0.0, atol: float = 0
     return out
 
 
-def verification_runs(store, run_id: str) -> list:
-    """The verification runs of ``run_id`` in ``store``, oldest first."""
-    out = []
+def verification_index(store) -> dict[str, list]:
+    """``{run id: its verification runs, oldest first}`` over every verification run of ``store``, read once: a
+    caller that asks about many runs (a leaderboard, a site) passes it to :func:`verification_runs` /
+    :func:`run_status` instead of reading the verification runs again for each run."""
+    out: dict[str, list] = {}
     for info in store.list_runs(VERIFY_KIND):
         run = store.get_run(info["run_id"])
-        if run.signature.config.get("verifies") == run_id:
-            out.append(run)
+        verifies = run.signature.config.get("verifies")
+        if isinstance(verifies, str):
+            out.setdefault(verifies, []).append(run)
     return out
+
+
+def verification_runs(store, run_id: str, index: dict[str, list] | None = None) -> list:
+    """The verification runs of ``run_id`` in ``store``, oldest first (from ``index`` when given:
+    :func:`verification_index`)."""
+    return list((verification_index(store) if index is None else index).get(run_id, []))
 
 
 def evidence(run) -> dict[str, Any]:
@@ -77,9 +86,10 @@ def evidence(run) -> dict[str, Any]:
     return {"run_id": run.run_id, "status": run.status, **summary}
 
 
-def run_status(store, run_id: str) -> dict[str, Any]:
-    """``{"status": verified | pending | failed, "evidence": <the deciding verification's summary> or None}``."""
-    done = [evidence(r) for r in verification_runs(store, run_id)]
+def run_status(store, run_id: str, index: dict[str, list] | None = None) -> dict[str, Any]:
+    """``{"status": verified | pending | failed, "evidence": <the deciding verification's summary> or None}``
+    (``index``: :func:`verification_index`, read once for many runs)."""
+    done = [evidence(r) for r in verification_runs(store, run_id, index)]
     done = [e for e in done if e["status"] in ("verified", "failed")]
     failed = [e for e in done if e["status"] == "failed"]
     if failed:
@@ -118,5 +128,6 @@ __all__ = [
     "evidence",
     "run_status",
     "status_line",
+    "verification_index",
     "verification_runs",
 ]

@@ -50,6 +50,14 @@ def resolve_leaderboard(spec: LeaderboardSpec, options: CareOptions | None = Non
     return LeaderboardPlan(spec, base, rows)
 
 
+def leaderboard_config(plan: LeaderboardPlan) -> dict[str, Any]:
+    """The configuration of the ``care-leaderboard`` run: the spec's, and the identity of the data the base plan
+    reads (file digests, a sourced corpus's provenance: :meth:`CarePlan.data_identity`). The AR rows are computed
+    on this run from the base plan's prompts and references, so another corpus behind the same name or path makes
+    another run, as it does for each diffusion row's Care run."""
+    return {**plan.spec.config(), "data": plan.base.data_identity()}
+
+
 # ------------------------------------------------------------------------------------------------ run
 def run_leaderboard(
     plan: LeaderboardPlan | LeaderboardSpec,
@@ -78,6 +86,7 @@ def run_leaderboard(
     ):
         raise ValueError("a LeaderboardPlan reads its data as resolve_leaderboard() was told")
     spec = plan.spec
+    config = leaderboard_config(plan)  # reads the data identity: a bad source fails before any model loads
     say = echo or (lambda s: None)
     rows, runs, identities = [], {}, []
     base = plan.base.spec
@@ -131,7 +140,7 @@ def run_leaderboard(
     table["care_run"] = table["model"].map(runs)
     table["data"] = data_source_line(plan)
     run = store.open_run(
-        RUN_KIND, spec.config(), identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
+        RUN_KIND, config, identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )
     run.put_table("leaderboard_rows", table)
     cells = published_comparison(spec, table)

@@ -108,6 +108,23 @@ def temperature_curves(quality: pd.DataFrame, metrics: Sequence[str] = ("mauve",
     return fig
 
 
+def _temperature_lines(ax, groups, y: str, colors: dict, *, label=str, ms: int = 3, capsize: int = 2) -> None:
+    """One line of ``y`` (+- 1 SE from ``<y>_se`` where present) against the unmask temperature per ``(name,
+    rows)`` of ``groups``, coloured ``colors[name]`` (a name without a colour: the first default colour)."""
+    for name, h in groups:
+        h = h.sort_values("temperature")
+        ax.errorbar(
+            _num(h["temperature"]),
+            _num(h[y]),
+            yerr=_se_bars(h, f"{y}_se"),
+            marker="o",
+            ms=ms,
+            capsize=capsize,
+            color=colors.get(name, "#1f77b4"),
+            label=label(name),
+        )
+
+
 def interaction_plot(
     mauve_temperature: pd.DataFrame,
     *,
@@ -134,19 +151,9 @@ def interaction_plot(
     panels = _groups(df, ["model", "source"])
     fig, axes = _figure(len(panels))
     for ax, (key, g) in zip(axes, panels):
-        cmap = colors_for(g["strategy"])
-        for strat, h in g.groupby("strategy", sort=False):
-            h = h.sort_values("temperature")
-            ax.errorbar(
-                _num(h["temperature"]),
-                _num(h["mauve"]),
-                yerr=_se_bars(h, "mauve_se"),
-                marker="o",
-                ms=4,
-                capsize=3,
-                color=cmap[strat],
-                label=str(strat),
-            )
+        _temperature_lines(
+            ax, g.groupby("strategy", sort=False), "mauve", colors_for(g["strategy"]), ms=4, capsize=3
+        )
         ax.set_xlabel("unmask temperature t", fontsize=8)
         ax.set_ylabel("MAUVE", fontsize=8)
         ax.set_title(_title(key) + (f" · {int(st)} steps" if st is not None else ""), fontsize=8)
@@ -161,19 +168,15 @@ def gap_plot(gap: pd.DataFrame) -> Any:
     fig, axes = _figure(len(panels))
     for ax, (key, g) in zip(axes, panels):
         steps = g["steps"] if "steps" in g.columns else pd.Series([np.nan] * len(g), index=g.index)
-        cmap = colors_for(sorted(steps.dropna().unique()))
-        for st, h in g.groupby(steps, sort=True, dropna=False):
-            h = h.sort_values("temperature")
-            ax.errorbar(
-                _num(h["temperature"]),
-                _num(h["gap"]),
-                yerr=_se_bars(h, "gap_se"),
-                marker="o",
-                ms=3,
-                capsize=2,
-                color=cmap.get(st, "#1f77b4"),
-                label=f"{int(st)} steps" if isinstance(st, float | int) and not math.isnan(st) else "all",
-            )
+        _temperature_lines(
+            ax,
+            g.groupby(steps, sort=True, dropna=False),
+            "gap",
+            colors_for(sorted(steps.dropna().unique())),
+            label=lambda st: (
+                f"{int(st)} steps" if isinstance(st, float | int) and not math.isnan(st) else "all"
+            ),
+        )
         ax.axhline(0, color="#555555", linewidth=0.7)
         base = str(g["baseline"].iat[0]) if "baseline" in g.columns else "baseline"
         strat = str(g["strategy"].iat[0]) if "strategy" in g.columns else "strategy"

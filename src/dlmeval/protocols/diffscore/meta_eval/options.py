@@ -215,7 +215,8 @@ class SuiteOptions:
         return EstimatorSpec(**self.estimator()).as_dict()
 
     def check_plan(self) -> None:
-        """The checks ``meta-eval --plan`` needs (names of families, benchmarks and protocols; no model)."""
+        """The checks ``meta-eval --plan`` needs (names of families, benchmarks and protocols, the text and
+        reference rules; no model)."""
         from dlmeval.protocols.diffscore.paper_protocols import SUITE_PROTOCOLS
 
         known = family_names()
@@ -224,8 +225,31 @@ class SuiteOptions:
             raise InputError(f"unknown metric family {bad}; choose from {', '.join(known)}")
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
-        self._check_detokenizer()
+        self._check_text_rules()
         self.resolved_benchmarks()
+
+    def _check_text_rules(self) -> None:
+        """The text and reference rules (``--rouge-impl``, ``--rouge-wordnet``, ``--ref-agg``, ``--text-form``,
+        ``--detokenizer``): a run and ``--plan`` both refuse a value outside the allowed ones."""
+        from dlmeval.baselines.likelihood import REF_AGGS
+        from dlmeval.baselines.rouge155 import EXCEPTION_LISTS
+        from dlmeval.protocols.diffscore.meta_eval.baselines import ROUGE_IMPLS, TEXT_FORMS
+
+        if self.rouge_impl not in ROUGE_IMPLS:
+            raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
+        if self.rouge_wordnet not in EXCEPTION_LISTS:
+            raise InputError(
+                f"--rouge-wordnet {self.rouge_wordnet!r}: choose one of {', '.join(EXCEPTION_LISTS)}"
+            )
+        if self.rouge_wordnet != "empty" and self.rouge_impl != "rouge155":
+            raise InputError(
+                "--rouge-wordnet applies to --rouge-impl rouge155 only; add --rouge-impl rouge155"
+            )
+        if self.ref_agg not in REF_AGGS:
+            raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
+        if self.text_form not in TEXT_FORMS:
+            raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
+        self._check_detokenizer()
 
     def _check_detokenizer(self) -> None:
         from dlmeval.data.bartscore import DETOKENIZERS
@@ -254,26 +278,7 @@ class SuiteOptions:
 
         if self.protocol not in SUITE_PROTOCOLS:
             raise InputError(f"--protocol {self.protocol!r}: choose one of {', '.join(SUITE_PROTOCOLS)}")
-        from dlmeval.baselines.likelihood import REF_AGGS
-        from dlmeval.protocols.diffscore.meta_eval.baselines import ROUGE_IMPLS, TEXT_FORMS
-
-        if self.rouge_impl not in ROUGE_IMPLS:
-            raise InputError(f"--rouge-impl {self.rouge_impl!r}: choose one of {', '.join(ROUGE_IMPLS)}")
-        from dlmeval.baselines.rouge155 import EXCEPTION_LISTS
-
-        if self.rouge_wordnet not in EXCEPTION_LISTS:
-            raise InputError(
-                f"--rouge-wordnet {self.rouge_wordnet!r}: choose one of {', '.join(EXCEPTION_LISTS)}"
-            )
-        if self.rouge_wordnet != "empty" and self.rouge_impl != "rouge155":
-            raise InputError(
-                "--rouge-wordnet applies to --rouge-impl rouge155 only; add --rouge-impl rouge155"
-            )
-        if self.ref_agg not in REF_AGGS:
-            raise InputError(f"--ref-agg {self.ref_agg!r}: choose one of {', '.join(REF_AGGS)}")
-        if self.text_form not in TEXT_FORMS:
-            raise InputError(f"--text-form {self.text_form!r}: choose one of {', '.join(TEXT_FORMS)}")
-        self._check_detokenizer()
+        self._check_text_rules()
         if self.unieval_refs not in ("first", "best"):
             raise InputError(f"--unieval-refs {self.unieval_refs!r}: choose one of first, best")
         if self.prompt not in ("auto", "none"):
