@@ -34,12 +34,13 @@ def test_llada_harness_values_are_reproduced(llada, i):
     prefix, target = llada_encode_pair(llada, r["context"], r["continuation"])
     assert (prefix, target) == (r["prefix_ids"], r["target_ids"])  # lm-eval's split, trailing space moved
     ids, span = prefix + target, (len(prefix), len(prefix) + len(target))
+    # the fixture's shim masked the padded rows: the tokenizer's rule, one keyword away from LLaDA's (the default)
     got = llada_log_likelihood(
         llada, ids, span, mc_num=r["mc_num"], batch_size=r["batch_size"], cfg=r["cfg"],
-        generator=torch_generator(r["seed"]),
+        generator=torch_generator(r["seed"]), vocab="tokenizer",
     )  # fmt: skip
     assert got == pytest.approx(r["loglikelihood"], abs=5e-6)
-    assert llada_greedy(llada, ids, span, cfg=r["cfg"]) is r["greedy"]
+    assert llada_greedy(llada, ids, span, cfg=r["cfg"], vocab="tokenizer") is r["greedy"]
 
 
 def test_guidance_moves_the_value(llada):
@@ -50,8 +51,15 @@ def test_guidance_moves_the_value(llada):
     span = (len(r["prefix_ids"]), len(ids))
     got = {
         cfg: llada_log_likelihood(
-            llada, ids, span, mc_num=r["mc_num"], batch_size=8, cfg=cfg, generator=torch_generator(0)
-        )
+            llada,
+            ids,
+            span,
+            mc_num=r["mc_num"],
+            batch_size=8,
+            cfg=cfg,
+            generator=torch_generator(0),
+            vocab="tokenizer",
+        )  # fmt: skip
         for cfg in (0.0, 0.5)
     }
     assert got[0.0] == pytest.approx(r["loglikelihood"], abs=5e-6) and abs(got[0.5] - got[0.0]) > 1e-4
@@ -87,10 +95,10 @@ def test_lm_eval_likelihood_option(llada):
         DlmevalLM(lm=llada, likelihood="smdm")
 
 
-def test_the_family_vocabulary_rule_is_one_model_argument(llada):
-    """``vocab=family``: LLaDA's harness as published, every output row in its cross-entropy (the fixture was
-    recorded with the padded rows masked, dlmeval's default); the value is what the estimator gives with that rule,
-    and the stand-in's untrained padded rows pull it down."""
+def test_the_family_vocabulary_rule_is_the_harness_default(llada):
+    """``likelihood=llada`` is LLaDA's harness as published: every output row in its cross-entropy (the family's
+    rule, the default); ``vocab=tokenizer`` (the fixture's shim: the padded rows masked) is one model argument away.
+    The value is what the estimator gives with that rule, and the stand-in's untrained padded rows pull it down."""
     pytest.importorskip("lm_eval")
     from lm_eval.api.instance import Instance
 
@@ -102,12 +110,35 @@ def test_the_family_vocabulary_rule_is_one_model_argument(llada):
         v: DlmevalLM(lm=llada, likelihood="llada", mc_num=16, batch_size=8, seed=2, vocab=v).loglikelihood(
             reqs
         )[0]
-        for v in ("tokenizer", "family")
+        for v in ("tokenizer", "family", None)
     }
     ids = sum(llada_encode_pair(llada, "the cat ", "sat on the"), [])
     gen = torch_generator(derive_seed(2, "lm-eval-llada", _request_id("ll", "the cat ", "sat on the")))
     want = llada_log_likelihood(llada, ids, (3, 6), mc_num=16, batch_size=8, generator=gen, vocab="all")
     assert got["family"][0] == want and got["tokenizer"][0] - want > 0.01
+    assert got[None] == got["family"]  # the default
+    infos = {
+        (lk, est): DlmevalLM(
+            lm=llada, likelihood=lk, ll_estimator=est, mc_num=16, batch_size=8
+        ).get_model_info()
+        for lk, est in (
+            ("llada", "diffscore"),
+            ("dllm", "diffscore"),
+            ("dlmeval", "llada"),
+            ("dlmeval", "diffscore"),
+        )
+    }
+    assert {
+        k: (v["dlmeval_likelihood"]["vocab"], v["dlmeval_likelihood"]["vocab_rows"]) for k, v in infos.items()
+    } == {
+        ("llada", "diffscore"): ("family", "all"),
+        ("dllm", "diffscore"): ("family", "all"),
+        ("dlmeval", "llada"): ("family", "all"),
+        ("dlmeval", "diffscore"): (
+            "tokenizer",
+            "tokenizer",
+        ),  # DiffScore's estimator: the paper's vocabulary V
+    }
     with pytest.raises(InputError, match="vocab='rows'"):
         DlmevalLM(lm=llada, likelihood="llada", vocab="rows")
     with pytest.raises(InputError, match="reaches LLaDA's estimator only"):

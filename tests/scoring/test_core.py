@@ -25,8 +25,12 @@ def model(request):
     return tiny_model(request.param, seed=2)
 
 
-def _reference(model, rows, *, batch_size=None, max_tokens=None, exclude_mask=False, cfg=0.0):
-    """The loop the callers wrote by hand before the core: batches, padding, the mask token, the log-softmax."""
+def _reference(
+    model, rows, *, batch_size=None, max_tokens=None, exclude_mask=False, cfg=0.0, vocab_rows="tokenizer"
+):
+    """The loop the callers wrote by hand before the core: batches, padding, the mask token, the log-softmax
+    (over the output rows ``vocab_rows`` names)."""
+    kw = {} if vocab_rows == "tokenizer" else {"vocab_rows": vocab_rows}
     lengths = [len(r.ids) for r in rows]
     out = {}
     for batch in length_sorted_batches(lengths, batch_size=batch_size, max_tokens=max_tokens):
@@ -50,15 +54,17 @@ def _reference(model, rows, *, batch_size=None, max_tokens=None, exclude_mask=Fa
             if cfg > 0:
                 u = ids.clone()
                 u[un] = model.mask_token_id
-                z = model.logits_at(torch.cat([ids, u]), torch.cat([attn, attn]), torch.cat([where, where]))
+                z = model.logits_at(
+                    torch.cat([ids, u]), torch.cat([attn, attn]), torch.cat([where, where]), **kw
+                )
                 c, uz = z.chunk(2)
                 lp = torch.log_softmax(uz + (cfg + 1) * (c - uz), dim=-1)
             elif exclude_mask:
-                z = model.logits_at(ids, attn, where).float()
+                z = model.logits_at(ids, attn, where, **kw).float()
                 z[:, model.mask_token_id] = float("-inf")
                 lp = torch.log_softmax(z, dim=-1)
             else:
-                sc = model.score_positions(ids, attn, where, targets, max_logprob=True, top_k=2)
+                sc = model.score_positions(ids, attn, where, targets, max_logprob=True, top_k=2, **kw)
         bi, pi = where.nonzero(as_tuple=True)
         if cfg > 0 or exclude_mask:
             chosen = lp.gather(1, targets[bi, pi][:, None]).squeeze(1)
@@ -193,14 +199,17 @@ def test_ipm_surprisal_and_answer_confidences_are_the_plain_loop_values(model):
 
 
 def test_llada_likelihood_sums_the_plain_loop_values(model):
+    """LLaDA's likelihood sums the plain loop's values over the rows of the family's own rule (its default)."""
+    from dlmeval.scoring.core import vocab_rows
     from dlmeval.scoring.llada_ll import _masked_nll
 
     seq = model.encode("the queen of the garden sat on the hill")
     masks = [[3, 5], [4], [3, 4, 5, 6]]
+    rule = vocab_rows(model, "family")
     for cfg in (0.0, 0.5):
         outside = [p for p in range(len(seq)) if not 3 <= p < 7]
         rows = [MaskedRow(seq, m, unconditional=outside) for m in masks]
-        ref = _reference(model, rows, batch_size=len(rows), cfg=cfg)
+        ref = _reference(model, rows, batch_size=len(rows), cfg=cfg, vocab_rows=rule)
         want = []
         for r in range(len(rows)):
             v = 0.0
@@ -352,8 +361,8 @@ def test_the_family_rule_normalises_over_every_row_of_the_head():
 
 def test_llada_likelihood_with_the_family_rule_is_llada_s_cross_entropy():
     """LLaDA's get_loglikelihood, its loss written out here on the raw logits (``F.cross_entropy`` over every row),
-    with the same draws: equal to ``llada_log_likelihood(vocab="family")``; the default leaves the stand-in's 43
-    untrained padded rows out and sits higher."""
+    with the same draws: equal to ``llada_log_likelihood(vocab="family")``; ``vocab="tokenizer"`` leaves the
+    stand-in's 43 untrained padded rows out and sits higher."""
     from dlmeval.scoring.llada_ll import llada_log_likelihood, stratified_counts
 
     m = tiny_model("llada", seed=2)

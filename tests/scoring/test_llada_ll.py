@@ -8,7 +8,13 @@ import pytest
 
 from dlmeval.models import tiny_model
 from dlmeval.scoring import DiffScorer
-from dlmeval.scoring.llada_ll import count_weights, exact_elbo, llada_log_likelihood, stratified_counts
+from dlmeval.scoring.llada_ll import (
+    count_weights,
+    exact_elbo,
+    llada_greedy,
+    llada_log_likelihood,
+    stratified_counts,
+)
 from dlmeval.seeding import torch_generator
 
 
@@ -96,3 +102,24 @@ def test_lm_eval_option(llada):
         DlmevalLM(lm=llada, ll_estimator="exact")
     with pytest.raises(InputError, match="mc_num"):
         DlmevalLM(lm=llada, ll_estimator="llada", mc_num=4, mc_batch=8)
+
+
+def test_the_default_is_the_familys_vocabulary_rule_and_the_tokenizer_one_keyword_away(llada):
+    """LLaDA declares ``likelihood_vocab="all"`` (its get_log_likelihood.py: F.cross_entropy over every row) and the
+    stand-in pads its 117-token vocabulary to 160 rows: the default estimate, greedy check and exact ELBO equal the
+    explicit ``vocab="all"`` computation with the same draws, and ``vocab="tokenizer"`` (the padded rows left out)
+    gives another value."""
+    assert llada.likelihood_vocab == "all" and llada.vocab_size > len(llada.tokenizer)
+    ids, span = _layout(llada, "the a an of to in", " on at for")
+
+    def est(**kw):
+        return llada_log_likelihood(
+            llada, ids, span, mc_num=16, batch_size=8, generator=torch_generator(5), **kw
+        )
+
+    default, every, tok = est(), est(vocab="all"), est(vocab="tokenizer")
+    assert default == every and est(vocab="family") == every
+    assert tok - every > 0.01  # the untrained padded rows take probability mass only under the family's rule
+    assert exact_elbo(llada, ids, span) == exact_elbo(llada, ids, span, vocab="all")
+    assert exact_elbo(llada, ids, span, vocab="tokenizer") - exact_elbo(llada, ids, span) > 0.01
+    assert llada_greedy(llada, ids, span) is llada_greedy(llada, ids, span, vocab="all")

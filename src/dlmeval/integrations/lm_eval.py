@@ -34,8 +34,9 @@ an error), ``seed``, ``batch_size``, ``group`` (``doc``: batches never span docu
 ``likelihood`` (``dlmeval``, ``llada`` or ``dllm``: whose convention, :mod:`dlmeval.integrations.lm_eval_ll`),
 ``ll_estimator`` (under ``likelihood=dlmeval``: ``diffscore`` with ``n_masks`` / ``n_rates``, or ``llada``),
 ``mc_num`` (128), ``mc_batch``, ``cfg`` (classifier-free guidance, ``likelihood=llada``), ``check_greedy``,
-``vocab`` (the rows LLaDA's estimator normalises over: ``tokenizer``, the default, or ``family`` / ``all``,
-:mod:`dlmeval.integrations.lm_eval_ll`);
+``vocab`` (the rows LLaDA's estimator normalises over: by default ``family``, the family's own rule, wherever a
+family's likelihood code is reproduced, and ``tokenizer`` under the DiffScore estimator; ``tokenizer`` / ``all`` /
+``family`` explicitly, :mod:`dlmeval.integrations.lm_eval_ll`);
 ``nfe_log`` (a JSONL file that receives one record per request).
 
 How each request type is answered:
@@ -142,7 +143,7 @@ class DlmevalLM(LikelihoodConventions, LM):
         likelihood: str = "dlmeval",
         cfg: float | str = 0.0,
         check_greedy: bool | str | None = None,
-        vocab: str = "tokenizer",
+        vocab: str | None = None,
         nfe_log: str | None = None,
         group: str = "doc",
         lm=None,
@@ -214,6 +215,11 @@ class DlmevalLM(LikelihoodConventions, LM):
         self._scorers: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lm-eval plumbing
+    def get_model_info(self) -> dict[str, Any]:
+        """What lm-eval adds to its results' ``config``: the likelihood settings with every default resolved
+        (a default that changes, e.g. ``vocab``, shows in the stored results)."""
+        return {"dlmeval_likelihood": self.likelihood_info()}
+
     @property
     def batch_size(self) -> int:
         return self._batch_size

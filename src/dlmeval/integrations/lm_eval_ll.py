@@ -17,11 +17,14 @@ request plumbing of :mod:`dlmeval.integrations.lm_eval`.
 ==============  ==================================================================================================
 
 ``vocab`` (model argument; :data:`dlmeval.scoring.core.VOCABS`): the output rows LLaDA's estimator and the greedy
-checks normalise over. ``tokenizer`` (the default) leaves the padded vocabulary rows past the tokenizer out, as every
-dlmeval likelihood does; ``family`` takes the rule of the family's own likelihood code (``Family.likelihood_vocab``:
-every row for LLaDA, Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy`` over the raw logits), so
-``likelihood=llada vocab=family`` is LLaDA's harness without the one shim ``tests/parity/test_llada_harness.py`` records.
-The DiffScore estimator refuses any but ``tokenizer``.
+checks normalise over. Its default (:func:`default_vocab`) follows the estimator: wherever a family's own likelihood
+code runs (``likelihood=llada`` / ``dllm``, ``ll_estimator=llada``) it is ``family``, the rule of that code
+(``Family.likelihood_vocab``: every row for LLaDA, Dream, A2D and BERT-Chat, whose harnesses take
+``F.cross_entropy`` over the raw logits), so ``likelihood=llada`` is LLaDA's harness as published; ``vocab=tokenizer``
+leaves the padded vocabulary rows past the tokenizer out (the one shim ``tests/parity/test_llada_harness.py``
+records). The DiffScore estimator (``likelihood=dlmeval``, ``ll_estimator=diffscore``) keeps ``tokenizer`` and
+refuses any other. The rule in force is in lm-eval's results (``config.dlmeval_likelihood``,
+:meth:`LikelihoodConventions.likelihood_info`).
 
 Every estimate's draws come from a generator seeded by (run seed, request id), so a request's value does not depend
 on the other requests (LLaDA's harness draws from the global RNG in request order); given the same generator seed
@@ -41,6 +44,15 @@ from dlmeval.errors import InputError
 LIKELIHOODS = ("dlmeval", "llada", "dllm")
 
 
+def default_vocab(likelihood: str, ll_estimator: str) -> str:
+    """The ``vocab`` a convention takes when the model arguments name none: the family's rule where the family's
+    own likelihood code is reproduced (LLaDA's harness, dllm's, LLaDA's estimator), the tokenizer's rows under
+    the DiffScore estimator (:data:`dlmeval.scoring.core.SCORING_VOCAB`, its evidence there)."""
+    from dlmeval.scoring.core import FAMILY_VOCAB, SCORING_VOCAB
+
+    return FAMILY_VOCAB if likelihood in ("llada", "dllm") or ll_estimator == "llada" else SCORING_VOCAB
+
+
 def request_id(*parts: Any) -> str:
     """A request's id (what seeds its draws): 16 hex digits of SHA-256 over its parts."""
     return hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:16]
@@ -56,7 +68,7 @@ def as_bool(v: Any) -> bool:
 class LikelihoodConventions:
     """The ``loglikelihood`` of each convention; mixed into :class:`dlmeval.integrations.lm_eval.DlmevalLM`."""
 
-    def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch, vocab: str = "tokenizer") -> None:
+    def _set_likelihood(self, likelihood: str, cfg, check_greedy, mc_batch, vocab: str | None = None) -> None:
         if likelihood not in LIKELIHOODS:
             raise InputError(
                 f"likelihood={likelihood!r}; choose one of {', '.join(LIKELIHOODS)} (dlmeval: the pair layout and "
@@ -74,6 +86,8 @@ class LikelihoodConventions:
         self.check_greedy = as_bool(check_greedy) if check_greedy is not None else likelihood == "llada"
         from dlmeval.scoring.core import VOCABS
 
+        if vocab is None or (isinstance(vocab, str) and vocab.strip().lower() in ("", "none")):
+            vocab = default_vocab(likelihood, self.ll_estimator)
         if vocab not in VOCABS:
             raise InputError(
                 f"vocab={vocab!r}; choose one of {', '.join(VOCABS)} (tokenizer: padded vocabulary rows left out; "
@@ -95,6 +109,23 @@ class LikelihoodConventions:
                 f"mc_num ({self.mc_num}) must be a multiple of mc_batch ({self.mc_batch}) under likelihood="
                 f"{likelihood} (the harness asserts it; mc_batch defaults to --batch_size)"
             )
+
+    def likelihood_info(self) -> dict[str, Any]:
+        """The likelihood settings in force, defaults resolved (lm-eval writes them into its results' ``config``
+        through ``get_model_info``): the convention, the estimator, ``vocab`` as asked and the rows it means for
+        this model, and the Monte Carlo sizes."""
+        from dlmeval.scoring.core import vocab_rows
+
+        return {
+            "likelihood": self.likelihood,
+            "ll_estimator": self.ll_estimator,
+            "vocab": self.vocab,
+            "vocab_rows": vocab_rows(self.lm, self.vocab),
+            "mc_num": self.mc_num,
+            "mc_batch": self.mc_batch,
+            "cfg": self.cfg,
+            "check_greedy": self.check_greedy,
+        }
 
     def _loglikelihood_harness(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         """LLaDA's / dllm's harness (module doc)."""

@@ -76,9 +76,14 @@ def write_tables(
     markdown: Callable[[str, pd.DataFrame], str],
     header: str = "",
     preface: Sequence[str] = (),
+    data: str = "",
 ) -> Path:
     """Each table of ``order`` present in ``tables`` as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all
-    of them in ``tables.md`` (after ``header`` and the ``preface`` paragraphs)."""
+    of them in ``tables.md`` (after ``header`` and the ``preface`` paragraphs). Every CSV carries the column
+    ``data_source`` (:data:`dlmeval.report.fmt.DATA_SOURCE`): the table's own (the protocols store it with each
+    table), else ``data`` (a run stored before tables carried it)."""
+    from dlmeval.report.fmt import with_data_source
+
     d = Path(out_dir)
     try:
         d.mkdir(parents=True, exist_ok=True)
@@ -89,7 +94,7 @@ def write_tables(
     for name in order:
         if name not in tables:
             continue
-        df = tables[name]
+        df = with_data_source(tables[name], data)
         df.to_csv(d / f"{name}.csv", index=False)
         md = markdown(name, df)
         (d / f"{name}.md").write_text(md, encoding="utf-8")
@@ -99,18 +104,28 @@ def write_tables(
 
 
 def with_data_note(
-    markdown: Callable[[str, pd.DataFrame], str], note: str, *, skip: Sequence[str] = ()
+    markdown: Callable[[str, pd.DataFrame], str], note: str = "", *, skip: Sequence[str] = ()
 ) -> Callable[[str, pd.DataFrame], str]:
-    """``markdown`` with a line ``Data: note`` under every table (but those in ``skip``, which say it themselves),
-    so that each table, read alone, names the data it was computed on."""
-    if not note:
-        return markdown
+    """``markdown`` with a line ``Data: SOURCE`` under every table (but those in ``skip``, which say it
+    themselves), so that each table, read alone, names the data it was computed on. SOURCE is the table's own
+    ``data_source`` column (:data:`dlmeval.report.fmt.DATA_SOURCE`, left out of the table body), else ``note``."""
+    from dlmeval.report.fmt import split_data_source
 
     def render(name: str, df: pd.DataFrame) -> str:
-        md = markdown(name, df)
-        return md if name in skip else md.rstrip("\n") + f"\n\nData: {note}\n"
+        body, source = split_data_source(df)
+        md = markdown(name, body)
+        source = source or note
+        return md if name in skip or not source else md.rstrip("\n") + f"\n\nData: {source}\n"
 
     return render
+
+
+def with_data_sources(tables: Mapping[str, pd.DataFrame], note: str) -> dict[str, pd.DataFrame]:
+    """Every table with the column ``data_source`` = ``note`` (where the run's data came from; none when
+    ``note`` is empty), as the protocols store them."""
+    from dlmeval.report.fmt import with_data_source
+
+    return {name: with_data_source(df, note) for name, df in tables.items()}
 
 
 def load_tables(store, run_id: str, order: Sequence[str]) -> dict[str, pd.DataFrame]:
@@ -126,5 +141,7 @@ __all__ = [
     "empty_cuda",
     "load_tables",
     "mean_or_nan",
+    "with_data_note",
+    "with_data_sources",
     "write_tables",
 ]

@@ -429,6 +429,27 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the column every table a protocol stores and exports carries: where its data came from (the shipped stand-in or
+#: the dataset with its held-out slice), the ``Data:`` line under the table's Markdown and HTML (#34)
+DATA_SOURCE = "data_source"
+
+
+def split_data_source(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``df`` without its :data:`DATA_SOURCE` column, and that column's distinct values joined (``""``: none)."""
+    if DATA_SOURCE not in df.columns:
+        return df, ""
+    seen = [str(v) for v in dict.fromkeys(df[DATA_SOURCE].dropna()) if str(v)]
+    return df.drop(columns=[DATA_SOURCE]), "; ".join(seen)
+
+
+def with_data_source(df: pd.DataFrame, note: str) -> pd.DataFrame:
+    """``df`` with a :data:`DATA_SOURCE` column of ``note`` (last; a table that has one, or an empty ``note``, is
+    returned as it is)."""
+    if not note or DATA_SOURCE in df.columns:
+        return df
+    return df.assign(**{DATA_SOURCE: note})
+
+
 def first_present(mapping: Mapping[str, Any], *names: str) -> Any:
     for n in names:
         if n in mapping:
@@ -437,6 +458,7 @@ def first_present(mapping: Mapping[str, Any], *names: str) -> Any:
 
 
 __all__ = [
+    "DATA_SOURCE",
     "LABELS",
     "MISSING",
     "TableView",
@@ -448,5 +470,7 @@ __all__ = [
     "fmt_value",
     "label",
     "markdown_table",
+    "split_data_source",
     "table_html",
+    "with_data_source",
 ]

@@ -34,7 +34,7 @@ import pandas as pd
 
 from dlmeval.errors import InputError
 from dlmeval.report import figures as F
-from dlmeval.report.fmt import TableView, table_html
+from dlmeval.report.fmt import TableView, split_data_source, table_html
 from dlmeval.report.registry import (
     ITEMS,
     PILLAR_HINTS,
@@ -161,6 +161,9 @@ def render_run(run, related: Sequence[Any], options: dict[str, Any]) -> RunRepor
             continue
         else:
             df = run.get_table(r.table)
+        source = ""
+        if df is not None:  # where the data came from: a line under the section, not a column of it (#34)
+            df, source = split_data_source(df)
         missing = r.missing_columns(df) if df is not None else []
         if missing:
             rep.omitted.append((r.title, f"table `{r.table}` lacks column(s) {', '.join(missing)}"))
@@ -181,12 +184,14 @@ def render_run(run, related: Sequence[Any], options: dict[str, Any]) -> RunRepor
         why = prune(sec)
         if why:
             rep.omitted.append((r.title, "; ".join(why)))
+        if source:
+            sec.note(f"Data: {source}")
         if any(isinstance(b, TableView | FigureBlock) for b in sec.blocks):
             rep.sections.append(RenderedSection(r, sec, used))
     for name in tables:
         if name in claimed:
             continue
-        df = run.get_table(name)
+        df, source = split_data_source(run.get_table(name))
         if len(df) == 0:
             rep.omitted.append((f"table {name}", "empty"))
             continue
@@ -196,6 +201,7 @@ def render_run(run, related: Sequence[Any], options: dict[str, Any]) -> RunRepor
                 caption=f"Stored table {name} (no dedicated section)",
                 name=name,
                 more_hint=f"dlmeval runs export {run.run_id} --table {name}",
+                note=f"Data: {source}" if source else "",
             )
         )
         rep.sections.append(RenderedSection(None, sec, [name]))

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
-from dlmeval.report.fmt import TableView, markdown_table, table_html
+from dlmeval.report.fmt import DATA_SOURCE, TableView, markdown_table, split_data_source, table_html
 
 FORMATS = ("html", "md", "csv")
 KINDS = ("care", "care-sweep")
@@ -84,6 +84,8 @@ def _rows(run) -> list[dict[str, Any]]:
             "gsm8k_em": r.get("gsm8k_em"),
             "arc_acc": r.get("arc_acc"),
             "n_seeds": r.get("n_seeds"),
+            # where the run's prompts and references came from (a run stored before #34: not recorded)
+            DATA_SOURCE: r.get(DATA_SOURCE) if isinstance(r.get(DATA_SOURCE), str) else "",
             "run_id": run.run_id,
             "signature": run.signature.short(),
         }
@@ -118,6 +120,7 @@ COLUMNS = (
     "strategy",
     *MEASURES,
     "n_seeds",
+    DATA_SOURCE,
     "run_id",
     "signature",
 )
@@ -167,15 +170,21 @@ CAPTION = (
 )
 
 
+def _data_note(source: str) -> str:
+    return f"Data: {source or 'not recorded (a run stored before the tables named their data)'}"
+
+
 def leaderboard_html(df: pd.DataFrame, title: str = "Care leaderboard") -> str:
     from dlmeval import __version__
     from dlmeval.report.html import CSS
 
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    df, source = split_data_source(df)  # one line under the table, not a column of long text
     body = (
         table_html(
             TableView(
                 df,
+                note=_data_note(source),
                 caption=CAPTION,
                 name="leaderboard",
                 best={
@@ -204,7 +213,8 @@ def leaderboard_html(df: pd.DataFrame, title: str = "Care leaderboard") -> str:
 def leaderboard_markdown(df: pd.DataFrame, title: str = "Care leaderboard") -> str:
     if not len(df):
         return f"# {title}\n\nNo Care run with a leaderboard table in the store: run `dlmeval care`.\n"
-    return f"# {title}\n\n{CAPTION}\n\n{markdown_table(df)}"
+    df, source = split_data_source(df)
+    return f"# {title}\n\n{CAPTION}\n\n{markdown_table(df)}\n{_data_note(source)}\n"
 
 
 def write_leaderboard(

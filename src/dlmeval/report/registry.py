@@ -109,8 +109,12 @@ class Context:
         return list(self.options.get("item_runs", {}).get(self.run.run_id, [self.run]))
 
     def table(self, name: str) -> pd.DataFrame | None:
-        """Another table of the same run, or None."""
-        return self.run.get_table(name) if name in self.run.tables() else None
+        """Another table of the same run, or None (without its ``data_source`` column: the section names it)."""
+        if name not in self.run.tables():
+            return None
+        from dlmeval.report.fmt import split_data_source
+
+        return split_data_source(self.run.get_table(name))[0]
 
     def more_hint(self, name: str | None = None) -> str:
         return f"dlmeval runs export {self.run.run_id} --table {name or self.name}"

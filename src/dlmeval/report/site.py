@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.errors import InputError
-from dlmeval.report.fmt import TableView, fmt_value, table_html
+from dlmeval.report.fmt import TableView, fmt_value, split_data_source, table_html
 from dlmeval.store import jsonsafe
 
 #: the columns of the index, as (frame column, header)
@@ -148,11 +148,10 @@ def _model_page(store, run, rows: pd.DataFrame, st: dict[str, Any], bundle: str 
         parts.append("<h2>Published</h2><p>The spec lists no published value for this model.</p>")
     for name, caption in MODEL_TABLES:
         if name in run.tables():
-            df = run.get_table(name)
+            df, source = split_data_source(run.get_table(name))
             if len(df):
-                parts.append(
-                    f"<h2>{html.escape(name)}</h2>" + table_html(TableView(df, caption=caption, name=name))
-                )
+                view = TableView(df, caption=caption, name=name, note=f"Data: {source}" if source else "")
+                parts.append(f"<h2>{html.escape(name)}</h2>" + table_html(view))
     sig = run.signature
     parts.append(
         f'<h2>Signature</h2><pre class="sig">{html.escape(sig.short())}</pre>'
@@ -164,7 +163,7 @@ def _model_page(store, run, rows: pd.DataFrame, st: dict[str, Any], bundle: str 
 
 
 def _index(df: pd.DataFrame, pages: dict[str, str], bundles: dict[str, str]) -> str:
-    from dlmeval.report.leaderboard import CAPTION
+    from dlmeval.report.leaderboard import CAPTION, _data_note
 
     if not len(df):
         return _page(
@@ -198,7 +197,8 @@ def _index(df: pd.DataFrame, pages: dict[str, str], bundles: dict[str, str]) -> 
         f"<p>{len(df)} row(s): {summary}. Each bundle holds the run's records, signature and verifications: "
         "<code>dlmeval runs import FILE</code>, then <code>dlmeval leaderboard verify RUN</code>.</p>"
         f'<table class="leaderboard"><caption>{html.escape(CAPTION)}</caption><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>",
+        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<p class="note">{html.escape(_data_note(split_data_source(df)[1]))}</p>',
     )
 
 

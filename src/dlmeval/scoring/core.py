@@ -18,10 +18,11 @@ the positions read); the core decides, once for all of them:
   are moved by the row's offset (:meth:`DiffusionLM.offset`), so left and right padding give the same scores;
 * **the mask token**: ``model.mask_token_id``, written at the masked positions here and nowhere else;
 * **dtype and the vocabulary**: float32 logits, ``log_softmax`` in float32, values handed back as float64; the
-  normalisation runs over the rows ``vocab`` names (:data:`VOCABS`): ``tokenizer`` (the default: the padded
-  vocabulary rows past the tokenizer left out, :meth:`DiffusionLM._vocab_masked`), ``all`` (every row of the head)
-  or ``family`` (the rule the family's own likelihood code uses, ``Family.likelihood_vocab``: ``all`` for LLaDA,
-  Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy`` over the raw logits);
+  normalisation runs over the rows ``vocab`` names (:data:`VOCABS`): ``tokenizer`` (the core's default,
+  :data:`SCORING_VOCAB`: the padded vocabulary rows past the tokenizer left out, :meth:`DiffusionLM._vocab_masked`),
+  ``all`` (every row of the head) or ``family`` (the rule the family's own likelihood code uses,
+  ``Family.likelihood_vocab``: ``all`` for LLaDA, Dream, A2D and BERT-Chat, whose harnesses take ``F.cross_entropy``
+  over the raw logits; the default, :data:`FAMILY_VOCAB`, of every caller that reproduces such a harness);
 * **what is read**: the original token's log-probability at each scored position (always), and on request the
   largest log-probability (``max_logprob``), the top-``k`` ids (``top_k``), the mask token left out of the
   candidates (``exclude_mask``: as the sampler does) or unsupervised classifier-free guidance (``cfg``: LLaDA's
@@ -45,6 +46,16 @@ from dlmeval.models.base import length_sorted_batches
 
 #: the vocabulary rules a caller may ask for (module doc)
 VOCABS = ("tokenizer", "all", "family")
+#: the default rule of every computation that reproduces a family's own likelihood code (LLaDA's
+#: ``get_log_likelihood.py`` / ``eval_llada.py``, dllm's MDLM harness: :mod:`dlmeval.scoring.llada_ll`, lm-eval's
+#: ``likelihood=llada`` / ``dllm`` and ``ll_estimator=llada``): the family's own rule, ``Family.likelihood_vocab``
+#: (evidence: each family's declaration in ``dlmeval.models``; issue #34 item 13); ``vocab="tokenizer"`` one
+#: keyword / model argument away
+FAMILY_VOCAB = "family"
+#: the default of dlmeval's own scores (DiffScore, IPM, the answer confidences, D-GCG): the tokenizer's rows. The
+#: DiffScore paper (section 2, "Notation") defines ``p_theta(x^i | x_t)`` over the finite vocabulary ``V`` of tokens;
+#: the padded head rows past the tokenizer are no tokens of ``V``
+SCORING_VOCAB = "tokenizer"
 
 
 def vocab_rows(model, vocab: str) -> str:
@@ -135,7 +146,7 @@ def guided_logits_at(
     uncond: torch.Tensor,
     cfg: float,
     *,
-    vocab: str = "tokenizer",
+    vocab: str = SCORING_VOCAB,
 ) -> torch.Tensor:
     """Float32 logits ``[N, V]`` at ``where``; with ``cfg > 0`` guided: the rows again with ``uncond`` positions
     masked, ``un + (cfg + 1) (cond - un)`` (one forward pass of both halves, as LLaDA's ``get_logits``)."""
@@ -204,7 +215,7 @@ def iter_scores(
     top_k: int = 0,
     exclude_mask: bool = False,
     cfg: float = 0.0,
-    vocab: str = "tokenizer",
+    vocab: str = SCORING_VOCAB,
 ) -> Iterator[BatchScores]:
     """Score ``rows`` batch by batch (module doc), one forward pass per batch (two halves of one pass with
     ``cfg > 0``); yields a :class:`BatchScores` as each batch finishes, so a caller can write finished items or
@@ -238,6 +249,8 @@ def score_rows(model, rows: Sequence[MaskedRow], **kw) -> list[BatchScores]:
 
 
 __all__ = [
+    "FAMILY_VOCAB",
+    "SCORING_VOCAB",
     "VOCABS",
     "BatchScores",
     "MaskedBatch",

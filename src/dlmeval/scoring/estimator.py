@@ -54,7 +54,7 @@ from dlmeval.scoring.configs import (
     PairFormatter,
     resolve_config,
 )
-from dlmeval.scoring.core import MaskedRow, iter_scores
+from dlmeval.scoring.core import SCORING_VOCAB, MaskedRow, iter_scores
 from dlmeval.scoring.masks import MaskSet, make_masks, rate_grid
 from dlmeval.scoring.spec import (  # noqa: F401  (re-exported: the estimator API)
     PRESETS,
@@ -464,8 +464,9 @@ class DiffScorer:
         self.rows_scored = len(row_seq)
         rows = [MaskedRow(ids, pos) for ids, pos in zip(row_seq, row_pos)]
         with progress_bar("DiffScore", len(row_seq), enabled=progress) as bar:
+            # the tokenizer's rows (SCORING_VOCAB): the paper's p_theta is over its token vocabulary V (section 2)
             for scored in iter_scores(
-                self.model, rows, batch_size=self.batch_size, max_tokens=self.max_tokens
+                self.model, rows, batch_size=self.batch_size, max_tokens=self.max_tokens, vocab=SCORING_VOCAB
             ):
                 done_now = []
                 for r, lp in zip(scored.rows, scored.logprob, strict=True):

@@ -28,11 +28,14 @@ unsupervised classifier-free guidance ``cfg`` (``cfg > 0``: each row is also run
 masked, and the logits are ``un + (cfg + 1) (cond - un)``; LLaDA reports ARC-C, HellaSwag, PIQA and GPQA with
 ``cfg = 0.5``). :func:`llada_greedy` is its ``is_check_greedy`` test.
 
-``vocab`` (:data:`dlmeval.scoring.core.VOCABS`): the output rows the log-softmax runs over. The default
-``tokenizer`` leaves the padded vocabulary rows past the tokenizer out (dlmeval's rule everywhere); LLaDA's code
-takes ``F.cross_entropy`` over every row of the head (``family`` or ``all``: LLaDA-8B has 126,464 rows for
-126,349 token ids). On the tiny-llada stand-in, whose 43 padded rows are untrained, the two differ by 0.05-0.07
-nats (tests/fixtures/llada_harness_tiny.json was recorded with those rows masked, as dlmeval's default does).
+``vocab`` (:data:`dlmeval.scoring.core.VOCABS`): the output rows the log-softmax runs over. The default is
+``family`` (:data:`dlmeval.scoring.core.FAMILY_VOCAB`), the rule of the family's own likelihood code
+(``Family.likelihood_vocab``): LLaDA's ``get_log_likelihood.py`` and dllm's MDLM harness take ``F.cross_entropy``
+over every row of the head (LLaDA-8B has 126,464 rows for 126,349 token ids), so LLaDA, Dream, A2D and BERT-Chat
+normalise over all of them; a family with no likelihood code of its own keeps the tokenizer's rows.
+``vocab="tokenizer"`` leaves the padded rows out (dlmeval's rule for its own scores). On the tiny-llada stand-in,
+whose 43 padded rows are untrained, the two differ by 0.05-0.07 nats (tests/fixtures/llada_harness_tiny.json was
+recorded with those rows masked by a shim, so its parity test asks for ``vocab="tokenizer"``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from collections.abc import Sequence
 
 import torch
 
-from dlmeval.scoring.core import MaskedRow, guided_logits_at, iter_scores
+from dlmeval.scoring.core import FAMILY_VOCAB, MaskedRow, guided_logits_at, iter_scores
 
 
 def stratified_counts(k: int, length: int, rows: int) -> list[int]:
@@ -75,7 +78,7 @@ def _masked_nll(
     *,
     cfg: float = 0.0,
     span=None,
-    vocab: str = "tokenizer",
+    vocab: str = FAMILY_VOCAB,
 ) -> list[float]:
     """Per row: the summed ``-log p`` of the tokens at ``masks[r]`` (indices into ``seqs[r]``) with them masked, the
     rows one forward pass (:mod:`dlmeval.scoring.core`); ``cfg > 0``: guided by the rows with every position
@@ -101,7 +104,7 @@ def llada_log_likelihood(
     batch_size: int = 16,
     cfg: float = 0.0,
     generator: torch.Generator,
-    vocab: str = "tokenizer",
+    vocab: str = FAMILY_VOCAB,
 ) -> float:
     """LLaDA's Monte Carlo estimate of the answer ``ids[span[0]:span[1]]``'s ELBO given the rest of ``ids`` (the
     module doc). ``mc_num // batch_size`` mini-batches of ``batch_size`` rows, one forward pass each (``cfg > 0``:
@@ -128,7 +131,7 @@ def llada_log_likelihood(
 
 @torch.no_grad()
 def llada_greedy(
-    model, ids: Sequence[int], span: tuple[int, int], *, cfg: float = 0.0, vocab: str = "tokenizer"
+    model, ids: Sequence[int], span: tuple[int, int], *, cfg: float = 0.0, vocab: str = FAMILY_VOCAB
 ) -> bool:
     """LLaDA's ``suffix_greedy_prediction``: the answer fully masked, unmasked one token per forward pass (the
     most confident argmax among the masked positions), and whether the result is the answer."""
@@ -170,7 +173,7 @@ def exact_elbo(
     *,
     weights: dict[int, float] | None = None,
     batch_size: int = 64,
-    vocab: str = "tokenizer",
+    vocab: str = FAMILY_VOCAB,
 ) -> float:
     """``-sum_m w(m) (L / m) E_{|S| = m} sum_{i in S} -log p(x_i | x_{-S})`` by enumerating every non-empty mask
     subset of the answer (``2^L - 1`` rows; refused past 16 answer tokens). ``weights=None``: uniform ``w(m) = 1/L``,

@@ -145,6 +145,12 @@ def test_end_to_end_tables(tmp_path, arc_file, models):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists()
         # every table, read alone, names where its tasks' items came from (here a file given in the spec)
         assert f"\n\nData: arc_challenge: file {arc_file}\n" in (out / f"{name}.md").read_text(), name
+        # and the CSV and the stored table carry it in their last column (#34)
+        csv = pd.read_csv(out / f"{name}.csv")
+        assert list(csv.columns)[-1] == "data_source" and set(csv["data_source"]) == {
+            f"arc_challenge: file {arc_file}"
+        }, name
+        assert set(t[name]["data_source"]) == {f"arc_challenge: file {arc_file}"}, name
     md = (out / "tables.md").read_text()
     if not acc["meaningful"].all():
         assert "n/m" in md and "Chance guard" in md

@@ -138,7 +138,7 @@ def run_leaderboard(
     order = {r.label: i for i, r in enumerate(spec.rows)}
     table = pd.DataFrame(rows).sort_values("model", key=lambda s: s.map(order)).reset_index(drop=True)
     table["care_run"] = table["model"].map(runs)
-    table["data"] = data_source_line(plan)
+    table["data_source"] = data_source_line(plan)  # the column every stored table names its data in (#34)
     run = store.open_run(
         RUN_KIND, config, identities, seed=int(spec.raw.get("seed", 0)), command_line=command_line
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.protocols.care.tables import TITLES
+from dlmeval.protocols.common import with_data_note
 
 
 def _num(x, digits: int = 3) -> str:
@@ -82,7 +83,7 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def markdown(name: str, df: pd.DataFrame) -> str:
+def table_markdown(name: str, df: pd.DataFrame) -> str:
     """One table as GitHub Markdown with a title; temperature grids are pivoted as in the paper."""
     if name == "mauve_temperature" and len(df):
         view = _grid(df, ["model", "source", "strategy", "steps"], lambda r: _pm(r["mauve"], r["mauve_se"]))
@@ -132,4 +133,8 @@ def markdown(name: str, df: pd.DataFrame) -> str:
     return f"### {TITLES.get(name, name)}\n\n{body}\n"
 
 
-__all__ = ["markdown"]
+#: a table's Markdown with the line ``Data: SOURCE`` under it, SOURCE its ``data_source`` column (``published``
+#: names its data itself)
+markdown = with_data_note(table_markdown, skip=("published",))
+
+__all__ = ["markdown", "table_markdown"]

@@ -21,7 +21,7 @@ from dlmeval.protocols.care import tables as ct
 from dlmeval.protocols.care.cells import canonical_cell, effective_cell, model_schedule, sampler_config
 from dlmeval.protocols.care.downstream import downstream_units
 from dlmeval.protocols.care.loop import Unit, run_units
-from dlmeval.protocols.care.markdown import markdown
+from dlmeval.protocols.care.markdown import table_markdown
 from dlmeval.protocols.care.metrics import Evaluators, cell_metrics
 from dlmeval.protocols.care.plan import CarePlan, as_plan
 from dlmeval.protocols.care.prompts import PromptItem, continuation_text, model_label
@@ -88,6 +88,7 @@ def run_care(
         else NoEvaluators()
     )
     data = plan.data_identity()
+    note = data_note(plan)  # every table's data_source (#34), from the corpora as the plan resolved them
     if "humaneval" in plan.tasks:
         from dlmeval.sandbox import require_isolation
 
@@ -115,7 +116,7 @@ def run_care(
             shard=shard,
         )
         if shard is None:  # a shard job computes generations only: the tables come from the merged records
-            for name, df in _tables(spec, cells, down).items():
+            for name, df in _tables(spec, cells, down, note).items():
                 run.put_table(name, df)
         return cells, down
 
@@ -130,12 +131,13 @@ def run_care(
             spec,
             [c for cells, _ in done.records for c in cells],
             [d for _, down in done.records for d in down],
+            note,
         ),
         seed=spec.seed,
         announce=lambda model_spec: f"care: model {model_spec}",
         identities=metrics.identities(),
         write=lambda tables, out, sig: write_tables(
-            tables, out, header=f"Care sweep {spec.name}: {sig}", data=data_note(spec)
+            tables, out, header=f"Care sweep {spec.name}: {sig}", data=note
         ),
     )
     if shard is not None:
@@ -178,8 +180,14 @@ def run_shard(hooks, plan, store, shard, models, command_line, say) -> CareResul
     return out
 
 
-def _tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
-    return ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
+def _tables(
+    spec: CareSpec, cells: list[dict], down: list[dict], note: str | None = None
+) -> dict[str, pd.DataFrame]:
+    """The tables, each with the column ``data_source`` (``note``, default :func:`data_note` of ``spec``: the
+    stand-in or the dataset and its held-out slice), so that a CSV export or a re-rendered table names its data
+    (#34)."""
+    tables = ct.all_tables(ct.cells_frame(cells), ct.down_frame(down), _labelled(spec))
+    return common.with_data_sources(tables, data_note(spec) if note is None else note)
 
 
 def model_tables(spec: CareSpec, cells: list[dict], down: list[dict]) -> dict[str, pd.DataFrame]:
@@ -317,17 +325,22 @@ def _generator(
 
 def data_note(spec) -> str:
     """Where the prompts and MAUVE references of ``spec``'s tables came from: each generation source and its
-    corpus (the shipped stand-in, or the dataset with its held-out slice)."""
+    corpus (the shipped stand-in, or the dataset with its held-out slice). ``spec``: a spec, or a resolved plan
+    (its corpora as resolved, no spec lookup)."""
+    if isinstance(spec, CarePlan):
+        return "; ".join(f"{src}: {spec.corpus(src).describe()}" for src in spec.sources)
     return "; ".join(f"{src}: {spec.corpus(src).describe()}" for src in spec.generation.sources)
 
 
 def write_tables(
     tables: dict[str, pd.DataFrame], out_dir: str | Path, header: str = "", data: str = ""
 ) -> Path:
-    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``; ``data``
-    (:func:`data_note`) is named under every Markdown table (``published`` has its own ``data`` column)."""
-    md = common.with_data_note(markdown, data, skip=("published",))
-    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=md, header=header)
+    """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, and all of them in ``tables.md``; every CSV
+    has the table's ``data_source`` column and every Markdown table the line ``Data: SOURCE`` under it
+    (``published`` names its own in its ``data`` column); ``data`` (:func:`data_note`) stands in for a table stored
+    without the column."""
+    md = common.with_data_note(table_markdown, data, skip=("published",))
+    return common.write_tables(tables, out_dir, order=ct.TABLE_ORDER, markdown=md, header=header, data=data)
 
 
 def load_tables(store, run_id: str) -> dict[str, pd.DataFrame]:

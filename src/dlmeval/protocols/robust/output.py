@@ -71,7 +71,7 @@ def _fmt(v: Any, col: str) -> str:
     return str(v)
 
 
-def markdown(name: str, df: pd.DataFrame) -> str:
+def table_markdown(name: str, df: pd.DataFrame) -> str:
     """One table as GitHub Markdown with its title. RDI-type columns of models that are not above chance on
     clean input print as ``n/m`` (not meaningful), never as a number."""
     title = TITLES.get(name, name)
@@ -103,6 +103,10 @@ def markdown(name: str, df: pd.DataFrame) -> str:
     return f"### {title}\n\n{body}\n"
 
 
+#: a table's Markdown with the line ``Data: SOURCE`` under it, SOURCE its ``data_source`` column
+markdown = common.with_data_note(table_markdown)
+
+
 def guard_notes(guard: pd.DataFrame | None) -> list[str]:
     if guard is None or guard.empty:
         return []
@@ -118,12 +122,15 @@ def write_tables(
     tables: Mapping[str, pd.DataFrame], out_dir: str | Path, header: str = "", data: str = ""
 ) -> Path:
     """Each table as ``<name>.csv`` and ``<name>.md`` in ``out_dir``, all of them (and the chance-guard notes) in
-    ``tables.md``; ``data`` (:func:`data_note`) is named under every Markdown table."""
+    ``tables.md``; every CSV has the table's ``data_source`` column and every Markdown table the line ``Data:
+    SOURCE`` under it; ``data`` (:func:`data_note`) stands in for a table stored without the column."""
     notes = guard_notes(tables.get("guard"))
     preface = ["**Chance guard.** " + " ".join(f"\n\n* {n}" for n in notes) + "\n"] if notes else []
     order = list(TABLE_ORDER) + [n for n in tables if n not in TABLE_ORDER]
-    md = common.with_data_note(markdown, data)
-    return common.write_tables(tables, out_dir, order=order, markdown=md, header=header, preface=preface)
+    md = common.with_data_note(table_markdown, data)
+    return common.write_tables(
+        tables, out_dir, order=order, markdown=md, header=header, preface=preface, data=data
+    )
 
 
 def plot_reliability(reliability: pd.DataFrame, out_dir: str | Path) -> list[Path]:

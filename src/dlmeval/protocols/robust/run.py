@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from dlmeval.parallel import current
+from dlmeval.protocols import common
 from dlmeval.protocols.robust.evaluate import ModelEntry, evaluate_model
 from dlmeval.protocols.robust.output import data_note, guard_notes, plot_reliability, write_tables
 from dlmeval.protocols.robust.plan import RobustPlan, as_plan
@@ -20,6 +21,7 @@ from dlmeval.protocols.robust.responders import responder
 from dlmeval.protocols.robust.spec import RobustSpec
 from dlmeval.protocols.robust.tables import all_tables, table_accuracy
 from dlmeval.protocols.skeleton import Hooks, run_protocol
+from dlmeval.report.fmt import with_data_source
 
 RUN_KIND = "robust"
 SPEC_KIND = "robust-spec"
@@ -90,7 +92,7 @@ def run_robust(
                 ctx.collected[entry.label] = probe.run(ctx, resp, run)
         for w in resp.warnings:
             run.warn(w)
-        run.put_table("accuracy", table_accuracy(recs, spec))
+        run.put_table("accuracy", with_data_source(table_accuracy(recs, spec), data_note(spec)))
         return recs
 
     def tables(done) -> dict[str, pd.DataFrame]:
@@ -103,7 +105,7 @@ def run_robust(
                 for e in entries
             ]
         )
-        return out
+        return common.with_data_sources(out, data_note(spec))  # every table names its data (#34)
 
     kw = dict(dtype=dtype, trust_remote_code=trust_remote_code, allow_download=allow_download)
     done = run_protocol(
