@@ -35,9 +35,10 @@ def test_thread_policy_sets_passive_wait_unless_the_user_chose():
     env: dict[str, str] = {}
     cli_main.thread_policy(env)
     assert env["OMP_WAIT_POLICY"] == "PASSIVE"
-    env = {"OMP_WAIT_POLICY": "ACTIVE"}
+    assert env["OPENBLAS_THREAD_TIMEOUT"] == "4"
+    env = {"OMP_WAIT_POLICY": "ACTIVE", "OPENBLAS_THREAD_TIMEOUT": "28"}
     cli_main.thread_policy(env)
-    assert env["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert env == {"OMP_WAIT_POLICY": "ACTIVE", "OPENBLAS_THREAD_TIMEOUT": "28"}  # the user's choices stand
 
 
 def test_thread_policy_caps_threads_at_the_cpu_quota(monkeypatch):
@@ -62,9 +63,17 @@ from dlmeval.cli.main import main
 try:
     main(["runs", "list"])
 finally:
-    print("POLICY", os.environ.get("OMP_WAIT_POLICY"), file=sys.stderr)
+    print("POLICY", os.environ.get("OMP_WAIT_POLICY"), os.environ.get("OPENBLAS_THREAD_TIMEOUT"), file=sys.stderr)
 """
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")}
     env["DLMEVAL_STORE"] = str(tmp_path / "s.sqlite")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
-    assert "POLICY PASSIVE" in r.stderr, r.stderr[-2000:]
+    assert "POLICY PASSIVE 4" in r.stderr, r.stderr[-2000:]
+
+
+def test_numpy_is_not_loaded_before_the_thread_policy_is_set():
+    """OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when numpy loads (as OpenMP reads OMP_WAIT_POLICY when torch loads):
+    importing the CLI's entry point must load neither."""
+    code = "import sys, dlmeval.cli.main; print(sorted({'numpy', 'torch'} & set(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "[]", r.stdout + r.stderr[-2000:]

@@ -161,9 +161,13 @@ def usable_cpus() -> int:
 def thread_policy(environ: dict[str, str] | os._Environ = os.environ) -> None:
     """Set before torch loads, unless the user set them: OpenMP threads sleep when idle instead of spinning
     (``OMP_WAIT_POLICY=PASSIVE``: on a machine that other jobs share, spinning threads burnt about 3x the CPU for the
-    same numbers), and a CPU quota below the affinity caps the thread count (``OMP_NUM_THREADS``). Neither changes a
-    number by itself; the thread count a run used is in its signature."""
+    same numbers), numpy's OpenBLAS threads spin 2^4 cycles before they sleep instead of its default 2^28
+    (``OPENBLAS_THREAD_TIMEOUT=4``, read when numpy loads: a BLAS-bound loop beside busy processes burnt 2-5x less
+    CPU with it; the demo's stages, torch-bound, did not move: docs/benchmarks.md), and a CPU quota below the affinity
+    caps the thread count (``OMP_NUM_THREADS``). None changes a number by itself (the same threads split the same
+    work); the thread count a run used is in its signature."""
     environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     n = usable_cpus()
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else n
     if n < affinity:
