@@ -63,7 +63,7 @@ def _toml_value(v) -> str:
 def tiny_care_spec(
     name: str,
     *,
-    tasks: dict[str, dict],
+    tasks: dict[str, dict] | None,
     diffusion: tuple[str, ...] = ("tiny-llada",),
     sources: tuple[str, ...] = ("webtext",),
     corpora: dict[str, dict] | None = None,
@@ -78,7 +78,8 @@ def tiny_care_spec(
     downstream_steps: int | None = None,
 ) -> str:
     """The TOML text of a tiny Care spec (preset "tiny", evaluator tiny-causal, the AR featurizer, strategies none
-    vs high_entropy at one temperature): ``tasks`` are the ``[downstream]`` tasks (name: inline table), ``corpora``
+    vs high_entropy at one temperature): ``tasks`` are the ``[downstream]`` tasks (name: inline table; None: no
+    ``[downstream]`` section), ``corpora``
     the ``[corpora.<name>]`` tables; the sweep and the headline sample with ``steps`` and ``temperature``, the
     downstream tasks greedily with ``downstream_steps`` (default ``steps``)."""
     sections: dict[str, dict] = {
@@ -92,8 +93,10 @@ def tiny_care_spec(
         "metrics": {"featurizer": "ar", "n_reference": n_reference, "reference_words": reference_words,
                     "self_bleu_max": self_bleu_max},
         "downstream": {"strategies": ("none",), "steps": (steps if downstream_steps is None else downstream_steps,),
-                       "temperatures": (0.0,), "seeds": (1,), **tasks},
+                       "temperatures": (0.0,), "seeds": (1,), **(tasks or {})},
     }  # fmt: skip
+    if tasks is None:
+        del sections["downstream"]
     lines = [f"name = {_toml_value(name)}", "seed = 0", 'preset = "tiny"']
     for section, keys in sections.items():
         lines += ["", f"[{section}]", *(f"{k} = {_toml_value(v)}" for k, v in keys.items())]

@@ -10,39 +10,14 @@ import pandas as pd
 import pytest
 
 from dlmeval.store import RunStore
+from tests.conftest import tiny_care_spec
 from tests.hub_data import save_dataset
 
-SPEC = """\
-name = "ds-tiny"
-seed = 0
-preset = "tiny"
 
-[models]
-diffusion = ["tiny-llada"]
-evaluator = "tiny-causal"
+def _spec(source: str, corpora: dict | None = None) -> str:
+    return tiny_care_spec("ds-tiny", tasks=None, sources=(source,), corpora=corpora, n_prompts=4, temperature=0.5,
+                          n_reference=6, reference_words=12, self_bleu_max=10)  # fmt: skip
 
-[generation]
-n_prompts = 4
-batch_size = 4
-sources = ["{source}"]
-{corpus}
-[sweep]
-strategies = ["none", "high_entropy"]
-steps = [8]
-temperatures = [0.5]
-seeds = [1]
-
-[headline]
-steps = 8
-temperature = 0.5
-bootstrap_resamples = 100
-
-[metrics]
-featurizer = "ar"
-n_reference = 6
-reference_words = 12
-self_bleu_max = 10
-"""
 
 SLICE = (
     "held-out slice: 20 documents drawn by index with seed 3 (sorted numpy default_rng(seed).choice(rows, n, "
@@ -67,11 +42,11 @@ def run(request, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ds")
     if request.param == "stand-in":
-        text, want = SPEC.format(source="webtext", corpus=""), "webtext: shipped stand-in"
+        text, want = _spec("webtext"), "webtext: shipped stand-in"
     else:
         owt = _owt(root)
-        corpus = f'\n[corpora.owt]\nsource = "{owt}"\nsample = 20\nsample_seed = 3\n'
-        text, want = SPEC.format(source="owt", corpus=corpus), f"owt: {owt}, {SLICE}"
+        corpora = {"owt": {"source": owt, "sample": 20, "sample_seed": 3}}
+        text, want = _spec("owt", corpora), f"owt: {owt}, {SLICE}"
     (root / "s.toml").write_text(text)
     with RunStore(root / "s.sqlite") as store:
         res = care.run_care(load_spec(root / "s.toml"), store, out_dir=root / "out", progress=False)
