@@ -879,3 +879,84 @@ def test_a_spec_whose_fraction_would_never_remask_is_refused_before_running(tmp_
     )
     with pytest.raises(InputError, match="high_entropy at remask fraction 0.05.*never re-mask"):
         load_spec(p)
+
+
+LLADA_ARC = """
+[downstream]
+strategies = ["none"]
+steps = [8]
+temperatures = [0.0]
+seeds = [1]
+arc = { n = 2, likelihood = "llada", mc_num = 4, mc_batch = 2 }
+"""
+
+
+def test_a_loglik_check_read_as_lladas_harness_scores_each_option_with_its_estimator(tiny, tmp_path):
+    """``likelihood = "llada"``: each option is LLaDA's Monte Carlo ELBO of lm-eval's token split (mc_num rows in
+    passes of mc_batch: one forward pass each), its draws seeded by (check seed, item id, option); the argmax of
+    the sums is the accuracy. The DiffScore reading (the default) keeps the signature it had."""
+    from dlmeval.models import tiny_model
+    from dlmeval.protocols.care import downstream
+    from dlmeval.protocols.care.loop import run_units
+    from dlmeval.protocols.care.plan import CareOptions, resolve
+    from dlmeval.scoring.llada_ll import llada_encode_pair, llada_log_likelihood
+    from dlmeval.seeding import derive_seed, torch_generator
+    from dlmeval.tasks import argmax_choice, get_task
+
+    spec_path = tmp_path / "l.toml"
+    spec_path.write_text(TINY_SPEC + LLADA_ARC)
+    spec = load_spec(spec_path)
+    plain = load_spec(tiny["spec_path"])
+    assert "likelihood" not in plain.config()["downstream"]["arc"]  # the default reading: the old signature
+    arc = spec.config()["downstream"]["arc"]
+    assert {k: arc[k] for k in ("likelihood", "mc_num", "mc_batch", "cfg")} == {
+        "likelihood": "llada",
+        "mc_num": 4,
+        "mc_batch": 2,
+        "cfg": 0.0,
+    }
+    plan = resolve(spec, CareOptions(tiny["data"]))
+    model = tiny_model("llada")
+    with RunStore(tmp_path / "l.sqlite") as store:
+        run = store.open_run("care-test", {"llada": 1})
+        units = [u for u in downstream.downstream_units(plan, "tiny-llada", model) if u.key == "down/arc"]
+        assert len(units) == 1
+        run_units(run, units, say=lambda s: None)
+        rec = run.results()["down/arc"]
+    assert (rec["likelihood"], rec["mc_num"], rec["mc_batch"], rec["cfg"]) == ("llada", 4, 2, 0.0)
+    task, items = get_task("arc_challenge"), plan.task("arc").items
+    requests = [task.choice_request(it) for it in items]
+    assert rec["n"] == len(items) == 2 and rec["nfe"] == sum(len(opts) for _, opts in requests) * (4 // 2)
+    seed, right = derive_seed(spec.seed, "arc"), []
+    for it, (msg, opts) in zip(items, requests):
+        scores = []
+        for j, opt in enumerate(opts):
+            p, x = llada_encode_pair(model, msg.text, opt)
+            gen = torch_generator(derive_seed(seed, it.item_id, j))
+            scores.append(
+                llada_log_likelihood(
+                    model, p + x, (len(p), len(p + x)), mc_num=4, batch_size=2, generator=gen
+                )
+            )
+        right.append(argmax_choice(scores) == it.gold)
+    assert rec["accuracy"] == float(np.mean(right))
+
+
+@pytest.mark.parametrize(
+    ("arc", "msg"),
+    [
+        (
+            '{ n = 2, likelihood = "llada", mc_num = 6, mc_batch = 4 }',
+            "mc_num (6) must be a multiple of mc_batch (4)",
+        ),
+        ('{ n = 2, likelihood = "lm-eval" }', "diffscore"),
+    ],
+)
+def test_a_bad_loglik_reading_is_refused_in_one_line(tmp_path, arc, msg):
+    p = tmp_path / "b.toml"
+    p.write_text(
+        TINY_SPEC + LLADA_ARC.replace('{ n = 2, likelihood = "llada", mc_num = 4, mc_batch = 2 }', arc)
+    )
+    with pytest.raises(InputError, match=msg.replace("(", r"\(").replace(")", r"\)")) as e:
+        load_spec(p)
+    assert "\n" not in str(e.value)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dlmeval.errors import InputError
 from dlmeval.protocols import common
 from dlmeval.protocols.care.cells import Cell, sampler_config
 from dlmeval.protocols.care.frames import DOWN_COLUMNS
@@ -188,14 +189,21 @@ def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
         a = getattr(spec.downstream, task)
         t = get_task("arc_challenge" if task == "arc" else task)
         items = plan.task(task).items
-        # the ARC check keeps its historical seed; the others derive theirs from their name
-        scorer = DiffScorer(model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, task))
         requests = []
         for it in items:
             msg, conts = t.choice_request(it)
             requests.append((msg.text, conts))
         nfe0 = model.nfe
-        scores = common.diffscore_choice_scores(scorer, requests, item_ids=[it.item_id for it in items])
+        # the ARC check keeps its historical seed; the others derive theirs from their name
+        if a.likelihood == "llada":
+            scores = _harness_choice_scores(model, task, requests, items, a, derive_seed(spec.seed, task))
+            how = {"likelihood": "llada", "mc_num": a.mc_num, "mc_batch": a.mc_batch, "cfg": a.cfg}
+        else:
+            scorer = DiffScorer(
+                model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, task)
+            )
+            scores = common.diffscore_choice_scores(scorer, requests, item_ids=[it.item_id for it in items])
+            how = {"n_masks": a.n_masks, "n_rates": a.n_rates}
         correct = [
             argmax_choice([x if math.isfinite(x) else -math.inf for x in s]) == it.gold
             for it, s in zip(items, scores)
@@ -205,8 +213,7 @@ def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
             "n": len(items),
             "accuracy": float(np.mean(correct)),
             "nfe": float(model.nfe - nfe0),
-            "n_masks": a.n_masks,
-            "n_rates": a.n_rates,
+            **how,
         }
 
     def row(rec) -> dict:
@@ -227,6 +234,44 @@ def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
             f"care: {task} (log-likelihood): accuracy {rec['accuracy']:.3f} over {rec['n']} items"
         ),
     )
+
+
+def _harness_choice_scores(model, task: str, requests, items, a, seed: int) -> list[list[float]]:
+    """Each option's log-likelihood as LLaDA's lm-eval harness computes it (``likelihood = "llada"``): lm-eval's
+    token split of context + option (:func:`~dlmeval.scoring.llada_ll.llada_encode_pair`), LLaDA's Monte Carlo ELBO
+    summed over the option's tokens, the family's vocabulary rule; draws seeded by (check seed, item id, option)."""
+    from dlmeval.scoring.llada_ll import llada_encode_pair, llada_log_likelihood
+    from dlmeval.seeding import torch_generator
+
+    out = []
+    for it, (context, options) in zip(items, requests):
+        row = []
+        for j, option in enumerate(options):
+            p, x = llada_encode_pair(model, context, option)
+            if not x:
+                raise InputError(
+                    f"care: {task} item {it.item_id}: option {j} ({option!r}) has no tokens of its own"
+                )
+            ids = p + x
+            if len(ids) > model.max_length:
+                raise InputError(
+                    f"care: {task} item {it.item_id}: context + option {j} are {len(ids)} tokens, past the model's "
+                    f"{model.max_length}"
+                )
+            gen = torch_generator(derive_seed(seed, it.item_id, j))
+            row.append(
+                llada_log_likelihood(
+                    model,
+                    ids,
+                    (len(p), len(ids)),
+                    mc_num=a.mc_num,
+                    batch_size=a.mc_batch,
+                    cfg=a.cfg,
+                    generator=gen,
+                )
+            )
+        out.append(row)
+    return out
 
 
 __all__ = ["GSM8K_STOP", "HUMANEVAL_STOP", "downstream_units", "gsm8k_prompt", "gsm8k_strict_match"]

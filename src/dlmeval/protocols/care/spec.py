@@ -359,12 +359,23 @@ class GSM8KSpec(_Source):
     exemplar_split: str = spec_field("train", _opt_str)
 
 
+#: how a log-likelihood check scores an option (docs/care.md): ``diffscore``, dlmeval's reading (the conditional
+#: DiffScore mean log-probability); ``llada``, LLaDA's lm-eval harness, where the paper's "reported" values come from
+LIKELIHOODS = ("diffscore", "llada")
+
+
 @dataclass(frozen=True)
 class ARCSpec(_Source):
     n: int = spec_field(0, _count)
     # DiffScore conditional estimator: K masks over T rates (the fast preset by default)
     n_masks: int = spec_field(5, _pos)
     n_rates: int = spec_field(5, _pos)
+    # likelihood = "llada": lm-eval's token split, LLaDA's Monte Carlo ELBO of mc_num rows in passes of mc_batch
+    # (eval_llada.py: 128 and 32), guidance cfg, the family's vocabulary rule; argmax of the sum (lm-eval's acc)
+    likelihood: str = spec_field("diffscore", str_check(LIKELIHOODS))
+    mc_num: int = spec_field(128, _pos)
+    mc_batch: int = spec_field(32, _pos)
+    cfg: float = spec_field(0.0, float_check(0.0))
 
 
 @dataclass(frozen=True)
@@ -482,6 +493,11 @@ class CareSpec:
         for task in ("hellaswag", "bbh"):
             if not d["downstream"][task]["n"]:
                 d["downstream"].pop(task)
+        for task in LOGLIK_TASKS:  # a check scored by DiffScore (the default) keeps its signature
+            t = d["downstream"].get(task)
+            if t is not None and t["likelihood"] == "diffscore":
+                for k in ("likelihood", "mc_num", "mc_batch", "cfg"):
+                    t.pop(k)
         for task in ("humaneval", "gsm8k", "arc"):
             t = d["downstream"][task]
             for k in ("source", "split", "config"):
@@ -560,6 +576,13 @@ def parse_spec(raw: Mapping[str, Any], *, path: str | None = None, name: str | N
     )
     if (downstream.humaneval.n or downstream.gsm8k.n) and not (downstream.steps or downstream.nfe):
         raise InputError("spec: downstream needs steps or nfe budgets for its generation tasks")
+    for task in LOGLIK_TASKS:
+        t = getattr(downstream, task)
+        if t.likelihood == "llada" and t.mc_num % t.mc_batch:
+            raise InputError(
+                f"spec: downstream.{task}: mc_num ({t.mc_num}) must be a multiple of mc_batch ({t.mc_batch}) under "
+                'likelihood = "llada" (LLaDA\'s harness asserts it)'
+            )
     for task in ("hellaswag", "bbh"):
         t = getattr(downstream, task)
         if t.n and t.source is None:
