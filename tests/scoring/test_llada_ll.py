@@ -123,3 +123,21 @@ def test_the_default_is_the_familys_vocabulary_rule_and_the_tokenizer_one_keywor
     assert exact_elbo(llada, ids, span) == exact_elbo(llada, ids, span, vocab="all")
     assert exact_elbo(llada, ids, span, vocab="tokenizer") - exact_elbo(llada, ids, span) > 0.01
     assert llada_greedy(llada, ids, span) is llada_greedy(llada, ids, span, vocab="all")
+
+
+def test_the_harness_layout_refuses_an_empty_or_too_long_request_naming_it(llada):
+    """:func:`harness_pair` (lm-eval's ``likelihood=llada`` and Care's ``likelihood = "llada"`` checks): the
+    continuation's span in lm-eval's token split; no own tokens or past the model's length: one line naming the
+    request."""
+    from dlmeval.errors import InputError
+    from dlmeval.scoring.llada_ll import harness_pair, llada_encode_pair
+
+    ids, span = harness_pair(llada, "the cat ", "sat on the", "request 3")
+    p, x = llada_encode_pair(llada, "the cat ", "sat on the")
+    assert ids == p + x and span == (len(p), len(p) + len(x)) and span[1] > span[0]
+    with pytest.raises(InputError, match=r"^request 3: the continuation '' has no tokens of its own$"):
+        harness_pair(llada, "the cat", "", "request 3")
+    with pytest.raises(
+        InputError, match=r"^item 7: context \+ continuation are \d+ tokens, past the model's \d+$"
+    ):
+        harness_pair(llada, "the cat " * llada.max_length, "sat", "item 7")

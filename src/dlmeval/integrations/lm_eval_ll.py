@@ -129,20 +129,12 @@ class LikelihoodConventions:
 
     def _loglikelihood_harness(self, pairs, index: list[int]) -> list[tuple[float, bool]]:
         """LLaDA's / dllm's harness (module doc)."""
-        from dlmeval.scoring.llada_ll import llada_encode_pair, llada_greedy, llada_log_likelihood
+        from dlmeval.scoring.llada_ll import harness_pair, llada_greedy, llada_log_likelihood
         from dlmeval.seeding import derive_seed, torch_generator
 
         out, recs = [], []
         for i, (c, x) in enumerate(pairs):
-            p, t = llada_encode_pair(self.lm, c, x)
-            if not t:
-                raise InputError(f"request {index[i]}: the continuation {x!r} has no tokens of its own")
-            ids, span = p + t, (len(p), len(p) + len(t))
-            if len(ids) > self.lm.max_length:
-                raise InputError(
-                    f"request {index[i]}: context + continuation are {len(ids)} tokens, past the model's "
-                    f"{self.lm.max_length}"
-                )
+            ids, span = harness_pair(self.lm, c, x, f"request {index[i]}")
             nfe0 = self.lm.nfe
             gen = torch_generator(
                 derive_seed(self.seed, f"lm-eval-{self.likelihood}", request_id("ll", c, x))
@@ -163,7 +155,12 @@ class LikelihoodConventions:
                 else False
             )
             recs.append(
-                {"type": "loglikelihood", "index": index[i], "nfe": self.lm.nfe - nfe0, "n_tokens": len(t)}
+                {
+                    "type": "loglikelihood",
+                    "index": index[i],
+                    "nfe": self.lm.nfe - nfe0,
+                    "n_tokens": span[1] - span[0],
+                }
             )
             out.append((val, bool(greedy)))
         self._record(recs)

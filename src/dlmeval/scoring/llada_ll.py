@@ -46,6 +46,7 @@ from collections.abc import Sequence
 
 import torch
 
+from dlmeval.errors import InputError
 from dlmeval.scoring.core import FAMILY_VOCAB, MaskedRow, guided_logits_at, iter_scores
 
 
@@ -69,6 +70,21 @@ def llada_encode_pair(model, context: str, continuation: str) -> tuple[list[int]
     whole = model.encode(context + continuation)
     ctx = model.encode(context)
     return ctx, whole[len(ctx) :]
+
+
+def harness_pair(model, context: str, continuation: str, where: str) -> tuple[list[int], tuple[int, int]]:
+    """``(ids, span)`` of a request as LLaDA's harness lays it out (:func:`llada_encode_pair`): the whole sequence
+    and the continuation's ``[start, end)`` in it. A continuation with no tokens of its own, or a sequence past the
+    model's length, is an :class:`InputError` naming ``where`` (the request or item)."""
+    p, x = llada_encode_pair(model, context, continuation)
+    if not x:
+        raise InputError(f"{where}: the continuation {continuation!r} has no tokens of its own")
+    ids = p + x
+    if len(ids) > model.max_length:
+        raise InputError(
+            f"{where}: context + continuation are {len(ids)} tokens, past the model's {model.max_length}"
+        )
+    return ids, (len(p), len(ids))
 
 
 def _masked_nll(

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlmeval.errors import InputError
 from dlmeval.protocols import common
 from dlmeval.protocols.care.cells import Cell, sampler_config
 from dlmeval.protocols.care.frames import DOWN_COLUMNS
@@ -240,34 +239,18 @@ def _harness_choice_scores(model, task: str, requests, items, a, seed: int) -> l
     """Each option's log-likelihood as LLaDA's lm-eval harness computes it (``likelihood = "llada"``): lm-eval's
     token split of context + option (:func:`~dlmeval.scoring.llada_ll.llada_encode_pair`), LLaDA's Monte Carlo ELBO
     summed over the option's tokens, the family's vocabulary rule; draws seeded by (check seed, item id, option)."""
-    from dlmeval.scoring.llada_ll import llada_encode_pair, llada_log_likelihood
+    from dlmeval.scoring.llada_ll import harness_pair, llada_log_likelihood
     from dlmeval.seeding import torch_generator
 
     out = []
     for it, (context, options) in zip(items, requests):
         row = []
         for j, option in enumerate(options):
-            p, x = llada_encode_pair(model, context, option)
-            if not x:
-                raise InputError(
-                    f"care: {task} item {it.item_id}: option {j} ({option!r}) has no tokens of its own"
-                )
-            ids = p + x
-            if len(ids) > model.max_length:
-                raise InputError(
-                    f"care: {task} item {it.item_id}: context + option {j} are {len(ids)} tokens, past the model's "
-                    f"{model.max_length}"
-                )
+            ids, span = harness_pair(model, context, option, f"care: {task} item {it.item_id}, option {j}")
             gen = torch_generator(derive_seed(seed, it.item_id, j))
             row.append(
                 llada_log_likelihood(
-                    model,
-                    ids,
-                    (len(p), len(ids)),
-                    mc_num=a.mc_num,
-                    batch_size=a.mc_batch,
-                    cfg=a.cfg,
-                    generator=gen,
+                    model, ids, span, mc_num=a.mc_num, batch_size=a.mc_batch, cfg=a.cfg, generator=gen
                 )
             )
         out.append(row)
