@@ -72,93 +72,30 @@ TEXTS = [
 ]
 SOURCES = [f"source text number {i} about {t.split()[-1]}" for i, t in enumerate(TEXTS)]
 
-SAMPLE_ARGS = ["--json", "sample", "--model", "tiny-llada", "--prompts", "p.txt", "--num-samples", "2",
-               "--length", "8", "--steps", "8", "--strategy", "low_confidence", "--temperature", "0.5",
-               "--batch-size", "2"]  # fmt: skip
+SAMPLE_ARGS = (
+    "--json sample --model tiny-llada --prompts p.txt --num-samples 2 --length 8 --steps 8 --strategy low_confidence "
+    "--temperature 0.5 --batch-size 2"
+).split()
 
 COMMANDS: dict[str, tuple[int, list[str]]] = {
-    "care": (1, ["care", "care-tiny", "--out", "o-care"]),
-    "robust": (1, ["robust", "robust-tiny", "--out", "o-robust"]),
+    "care": (1, "care care-tiny --out o-care".split()),
+    "robust": (1, "robust robust-tiny --out o-robust".split()),
     "meta-eval": (
         1,
-        [
-            "meta-eval",
-            "--benchmarks",
-            "SummEval",
-            "--limit",
-            "6",
-            "--model",
-            "tiny-llada",
-            "--ar-model",
-            "tiny-causal",
-            "--masks",
-            "4",
-            "--rates",
-            "2",
-            "--bootstrap",
-            "50",
-            "--out",
-            "o-meta",
-        ],
-    ),  # fmt: skip
+        "meta-eval --benchmarks SummEval --limit 6 --model tiny-llada --ar-model tiny-causal --masks 4 --rates 2 --bootstrap 50 --out o-meta".split(),
+    ),
     "score-marginal": (
         1,
-        [
-            "--json",
-            "score",
-            "--model",
-            "tiny-llada",
-            "--config",
-            "marginal",
-            "--candidates",
-            "c.txt",
-            "--masks",
-            "4",
-            "--rates",
-            "2",
-            "--output",
-            "score-marginal.csv",
-        ],
-    ),  # fmt: skip
+        "--json score --model tiny-llada --config marginal --candidates c.txt --masks 4 --rates 2 --output score-marginal.csv".split(),
+    ),
     "score-pmi": (
         1,
-        [
-            "--json",
-            "score",
-            "--model",
-            "tiny-llada",
-            "--config",
-            "pmi",
-            "--candidates",
-            "c.txt",
-            "--sources",
-            "s.txt",
-            "--masks",
-            "4",
-            "--rates",
-            "2",
-            "--tokens",
-            "--output",
-            "score-pmi.jsonl",
-        ],
-    ),  # fmt: skip
+        "--json score --model tiny-llada --config pmi --candidates c.txt --sources s.txt --masks 4 --rates 2 --tokens --output score-pmi.jsonl".split(),
+    ),
     "score-marginal-2ranks": (
         2,
-        [
-            "--json",
-            "score",
-            "--model",
-            "tiny-llada",
-            "--config",
-            "marginal",
-            "--candidates",
-            "c.txt",
-            "--masks",
-            "4",
-            "--rates",
-            "2",
-        ],
-    ),  # fmt: skip
+        "--json score --model tiny-llada --config marginal --candidates c.txt --masks 4 --rates 2".split(),
+    ),
     "sample": (1, SAMPLE_ARGS),
     "sample-2ranks": (2, SAMPLE_ARGS),  # the same command on two ranks
 }
