@@ -375,25 +375,9 @@ def _assert_split(one: Path, two: Path) -> None:
         (["care", "care-tiny"], ()),
         (["robust", "robust-tiny"], ()),
         (
-            [
-                "meta-eval",
-                "--benchmarks",
-                "SummEval",
-                "--limit",
-                "6",
-                "--model",
-                "tiny-llada",
-                "--ar-model",
-                "tiny-causal",
-                "--masks",
-                "4",
-                "--rates",
-                "2",
-                "--bootstrap",
-                "50",
-                "--chunk-size",
-                "4",  # 16 distinct texts: 4 chunks per family, 2 for each rank
-            ],
+            # 16 distinct texts in chunks of 4: 4 chunks per family, 2 for each rank
+            "meta-eval --benchmarks SummEval --limit 6 --model tiny-llada --ar-model tiny-causal --masks 4 --rates 2 "
+            "--bootstrap 50 --chunk-size 4".split(),
             ("timing.csv",),  # seconds per family: measured, not computed
         ),
     ],
