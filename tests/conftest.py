@@ -170,3 +170,16 @@ def pytest_make_collect_report(collector):
     """The same for a module skipped whole (``pytest.importorskip`` / ``allow_module_level``): a collection error."""
     outcome = yield
     _fail_promised_skip(outcome.get_result())
+
+
+@pytest.fixture
+def public_dir():
+    """A world-writable directory under /tmp (like /tmp itself): only the sandbox's own rules keep code out
+    (tests/sandbox, tests/bad_inputs/test_exec.py)."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

@@ -226,18 +226,6 @@ def plain(monkeypatch):
         f.cache_clear()
 
 
-@pytest.fixture
-def public_dir():
-    import os
-    import shutil
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
-    os.chmod(d, 0o777)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 def _attempts(code: str, **kw):
     from dlmeval.sandbox import run_python
 

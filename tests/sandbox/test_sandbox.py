@@ -188,19 +188,6 @@ def test_real_humaneval_canonical_solutions_pass(data_root):
 
 
 # ---------------------------------------------------------------------------------------------- escapes
-@pytest.fixture
-def public_dir():
-    """A world-writable directory under /tmp (like /tmp itself): only the sandbox's own rules keep code out."""
-    import os
-    import shutil
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="dlmeval-public-", dir="/tmp")
-    os.chmod(d, 0o777)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
 ESCAPES = {
     "write": "open({out!r} + '/w.txt', 'w').write('ESCAPED')",
     "os.open": "import os\nos.close(os.open({out!r} + '/o.txt', os.O_WRONLY | os.O_CREAT))",
