@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from scipy.stats import chisquare
 
 from dlmeval.errors import InputError
@@ -21,6 +20,7 @@ from dlmeval.models import tiny_model
 from dlmeval.scoring import PRESETS, SCHEMES, WEIGHTINGS, DiffScorer, EstimatorSpec, resolve_estimator
 from dlmeval.scoring.masks import MaskSet, hidden_count, make_masks, masks_per_rate, rate_grid
 from dlmeval.scoring.spec import mask_values
+from tests.scoring.test_scoring import _subset_logprobs
 
 CAND = "the cat sat on"  # L = 4 candidate tokens on the tiny LLaDA tokenizer: 15 non-empty patterns
 
@@ -31,26 +31,11 @@ def plain():
 
 
 def _pattern_logprobs(model, text):
-    """{pattern (tuple of hidden positions): log p of each hidden token} for every non-empty pattern."""
+    """{pattern (tuple of hidden positions): log p of each hidden token} for every non-empty pattern (the brute
+    force of tests/scoring/test_scoring.py)."""
     layout = DiffScorer(model).formatter.layout("marginal", text, None)
-    a, b = layout.span("candidate")
-    n = b - a
-    pats = [s for r in range(1, n + 1) for s in itertools.combinations(range(n), r)]
-    seqs = []
-    for s in pats:
-        ids = list(layout.ids)
-        for i in s:
-            ids[a + i] = model.mask_token_id
-        seqs.append(ids)
-    ids_t, attn = model.pad(seqs)
-    orig, _ = model.pad([list(layout.ids)] * len(seqs))
-    with torch.no_grad():
-        logp = torch.log_softmax(model.logits(ids_t, attn), -1)
-    off = model.offset(attn)
-    out = {}
-    for r, s in enumerate(pats):
-        out[s] = np.array([float(logp[r, int(off[r]) + a + i, orig[r, int(off[r]) + a + i]]) for i in s])
-    return out, n
+    sub, n = _subset_logprobs(model, layout)
+    return {tuple(sorted(s)): v for s, v in sub.items()}, n
 
 
 def _paper_pattern_probs(n, rate):
