@@ -95,8 +95,9 @@ def _is_done(done) -> Callable[[str], bool]:
 #: a file to which every computed chunk appends one line (pid, first key, number of keys): how tests count the
 #: chunks each process computed
 TRACE_ENV = "DLMEVAL_TRACE_CHUNKS"
-#: a file: after its first traced chunk (computed, not yet written), a process waits until that file exists (at
-#: most :data:`HOLD_MAX_S`): how tests hold one process in the middle of a run while another opens it
+#: a file: after its first traced chunk (computed, not yet written; only with :data:`TRACE_ENV` set), a process
+#: waits until that file exists (at most :data:`HOLD_MAX_S`): how tests hold one process in the middle of a run
+#: while another opens it
 HOLD_ENV = "DLMEVAL_TRACE_HOLD"
 HOLD_MAX_S = 600.0
 #: seconds between two looks at the chunks another process holds
@@ -112,7 +113,7 @@ def _trace(chunk: Chunk) -> None:
             os.write(fd, line)  # one write of a short line: lines of two processes never interleave
         finally:
             os.close(fd)
-    _hold()
+        _hold()
 
 
 _HELD: list[bool] = []

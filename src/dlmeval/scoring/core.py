@@ -16,7 +16,8 @@ the positions read); the core decides, once for all of them:
   had before asks for those bounds (LLaDA's estimator: one batch of its ``batch_size`` equal-length rows);
 * **padding**: the family's padding side (:meth:`DiffusionLM.pad`); positions are indices into the unpadded row and
   are moved by the row's offset (:meth:`DiffusionLM.offset`), so left and right padding give the same scores;
-* **the mask token**: ``model.mask_token_id``, written at the masked positions here and nowhere else;
+* **the mask token**: ``model.mask_token_id``, written at the masked positions here for every row scored through
+  the core (LLaDA's greedy check and D-GCG's differentiable loss mask their own one-row inputs);
 * **dtype and the vocabulary**: float32 logits, ``log_softmax`` in float32, values handed back as float64; the
   normalisation runs over the rows ``vocab`` names (:data:`VOCABS`): ``tokenizer`` (the core's default,
   :data:`SCORING_VOCAB`: the padded vocabulary rows past the tokenizer left out, :meth:`DiffusionLM._vocab_masked`),
