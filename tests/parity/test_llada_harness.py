@@ -117,6 +117,11 @@ def test_the_family_vocabulary_rule_is_the_harness_default(llada):
     want = llada_log_likelihood(llada, ids, (3, 6), mc_num=16, batch_size=8, generator=gen, vocab="all")
     assert got["family"][0] == want and got["tokenizer"][0] - want > 0.01
     assert got[None] == got["family"]  # the default
+    # the two values docs/lm-eval.md quotes for this request
+    assert (got["family"][0], got["tokenizer"][0]) == (
+        pytest.approx(-18.6284, abs=1e-4),
+        pytest.approx(-18.5662, abs=1e-4),
+    )
     infos = {
         (lk, est): DlmevalLM(
             lm=llada, likelihood=lk, ll_estimator=est, mc_num=16, batch_size=8

@@ -924,6 +924,7 @@ def test_a_loglik_check_read_as_lladas_harness_scores_each_option_with_its_estim
         run_units(run, units, say=lambda s: None)
         rec = run.results()["down/arc"]
     assert (rec["likelihood"], rec["mc_num"], rec["mc_batch"], rec["cfg"]) == ("llada", 4, 2, 0.0)
+    assert rec["vocab_rows"] == "all"  # tiny-llada: LLaDA's rule, every row of its padded head
     task, items = get_task("arc_challenge"), plan.task("arc").items
     requests = [task.choice_request(it) for it in items]
     assert rec["n"] == len(items) == 2 and rec["nfe"] == sum(len(opts) for _, opts in requests) * (4 // 2)

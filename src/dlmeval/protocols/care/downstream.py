@@ -183,6 +183,7 @@ def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
 
     def finish(recs, warn) -> dict:
         from dlmeval.scoring import DiffScorer
+        from dlmeval.scoring.core import FAMILY_VOCAB, vocab_rows
         from dlmeval.tasks import argmax_choice, get_task
 
         a = getattr(spec.downstream, task)
@@ -196,7 +197,8 @@ def _choice_unit(plan: CarePlan, label: str, model, task: str) -> Unit:
         # the ARC check keeps its historical seed; the others derive theirs from their name
         if a.likelihood == "llada":
             scores = _harness_choice_scores(model, task, requests, items, a, derive_seed(spec.seed, task))
-            how = {"likelihood": "llada", "mc_num": a.mc_num, "mc_batch": a.mc_batch, "cfg": a.cfg}
+            how = {"likelihood": "llada", "mc_num": a.mc_num, "mc_batch": a.mc_batch, "cfg": a.cfg,
+                   "vocab_rows": vocab_rows(model, FAMILY_VOCAB)}  # fmt: skip
         else:
             scorer = DiffScorer(
                 model, n_masks=a.n_masks, n_rates=a.n_rates, seed=derive_seed(spec.seed, task)
