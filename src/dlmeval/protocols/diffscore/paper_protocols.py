@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from dlmeval.errors import InputError
-from dlmeval.report.fmt import PROTOCOL_TAGS  # noqa: F401  (the column-header tags: display, kept with the report)
 
 # ---------------------------------------------------------------------------------------------- protocols
 PROTOCOLS: dict[str, str] = {

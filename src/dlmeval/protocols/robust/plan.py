@@ -117,7 +117,7 @@ def describe(plan: RobustPlan) -> tuple[dict[str, Any], str]:
                 "gen_tokens": gen,
                 "steps": steps,
                 "ar_max_new_tokens": t.ar_tokens,
-                "data": t.source or t.path or "shipped stand-in",
+                "data": t.describe(),
                 "evaluations_per_model_and_mode": t.n
                 * (len(clean_seeds(spec)) + len(spec.conditions) * len(spec.perturbation_seeds)),
             }

@@ -17,6 +17,7 @@ from typing import Any
 from dlmeval.protocols.diffscore import paper_protocols as P
 from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, get_benchmark
 from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
+from dlmeval.report.fmt import PROTOCOL_TAGS
 
 #: the DiffScore paper's tables (its section 5, captions quoted)
 PAPER_TABLES = {
@@ -142,9 +143,7 @@ def plan_tables(plan: MetaEvalPlan) -> dict[str, list[dict[str, Any]]]:
                 data, here = str(e), "no"
         for dim in b.dimensions:
             tag = P.DIMENSION_TAGS.get(dim, dim)
-            cell = (
-                f"{name} {tag} ({P.PROTOCOL_TAGS[protocols[0]]})" if dim != P.DARR else f"{name} (DARR tau)"
-            )
+            cell = f"{name} {tag} ({PROTOCOL_TAGS[protocols[0]]})" if dim != P.DARR else f"{name} (DARR tau)"
             for fam_name in families:
                 cls = METRIC_FAMILIES[fam_name]
                 fam = cls(_Suite(opts))

@@ -10,6 +10,7 @@ import pandas as pd
 from dlmeval.protocols.diffscore import paper_protocols as P
 from dlmeval.protocols.diffscore.meta_eval.benchmarks import BENCHMARKS, TABLE_ORDER
 from dlmeval.protocols.diffscore.meta_eval.families import METRIC_FAMILIES
+from dlmeval.report.fmt import PROTOCOL_TAGS
 
 TABLE_NOTES = {
     "mt": "WMT19 DARR Kendall-like tau = (Concordant - Discordant) / (Concordant + Discordant) over the human "
@@ -32,8 +33,8 @@ def _fmt(x: float) -> str:
 def column_label(benchmark: str, dimension: str, dimension_tag: str, protocol: str) -> str:
     """``"SummEval COH (rho doc-avg)"``; a pairwise set has one dimension and shows none (``"gu-en (DARR tau)"``)."""
     if dimension == P.DARR:
-        return f"{benchmark} ({P.PROTOCOL_TAGS[protocol]})"
-    return f"{benchmark} {dimension_tag} ({P.PROTOCOL_TAGS[protocol]})"
+        return f"{benchmark} ({PROTOCOL_TAGS[protocol]})"
+    return f"{benchmark} {dimension_tag} ({PROTOCOL_TAGS[protocol]})"
 
 
 #: paper baselines dlmeval has no family for, and why (a row in every table says so; empty: each has one)
