@@ -286,22 +286,21 @@ def downstream_rows(plan: CarePlan) -> list[dict[str, Any]]:
                     "forward_calls": nfe * -(-n // g.batch_size),
                 }
             )
-    for task in (t for t in LOGLIK_TASKS if t in plan.tasks):
+    for task in (t for t in LOGLIK_TASKS if t in plan.tasks):  # plan.tasks: those with items (n > 0)
         t = getattr(d, task)
-        if t.n:
-            n = t.n * (len(t.configs) if task == "bbh" else 1)
-            how = (
-                f"LLaDA's harness, mc_num={t.mc_num} in passes of {t.mc_batch}, cfg={t.cfg:g}"
-                if t.likelihood == "llada"
-                else f"DiffScore K={t.n_masks} x T={t.n_rates}"
-            )
-            rows.append(
-                {
-                    "unit": f"{task} (log-likelihood, {how})",
-                    "items": n,
-                    "scored_rows_per_option": t.mc_num if t.likelihood == "llada" else t.n_masks * t.n_rates,
-                }
-            )
+        n = t.n * (len(t.configs) if task == "bbh" else 1)
+        how = (
+            f"LLaDA's harness, mc_num={t.mc_num} in passes of {t.mc_batch}, cfg={t.cfg:g}"
+            if t.likelihood == "llada"
+            else f"DiffScore K={t.n_masks} x T={t.n_rates}"
+        )
+        rows.append(
+            {
+                "unit": f"{task} (log-likelihood, {how})",
+                "items": n,
+                "scored_rows_per_option": t.mc_num if t.likelihood == "llada" else t.n_masks * t.n_rates,
+            }
+        )
     return rows
 
 
