@@ -291,10 +291,11 @@ def _run(args, parallel) -> int:
         if not par.is_main or args.quiet:
             args.no_progress = True  # rank 0 draws the job's bars and prints the results
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - restored below under --quiet
+        rc = None
         try:
             rc = args.func(args)
         finally:
-            parallel.shutdown()
+            parallel.shutdown(completed=rc is not None)
             if quiet_restore is not None:
                 sys.stdout.close()
                 sys.stdout = quiet_restore

@@ -253,8 +253,11 @@ def init_from_env(env: dict[str, str] | None = None) -> ParallelContext:
     return ctx
 
 
-def shutdown() -> None:
-    """Leave the process group (after the last collective)."""
+def shutdown(completed: bool = False) -> None:
+    """Leave the process group (after the last collective). ``completed``: this rank finished its command, so the
+    others will too; it waits for them before tearing the group down (a rank that left while another still sent
+    to it aborted in gloo: "terminate called without an active exception", seen once in a two-rank lm-eval run).
+    After a failure nothing is awaited: the other ranks may never arrive."""
     global _CURRENT, _OWNS_GROUP
     ctx, _CURRENT = _CURRENT, None
     owned, _OWNS_GROUP = _OWNS_GROUP, False
@@ -262,4 +265,6 @@ def shutdown() -> None:
         import torch.distributed as dist
 
         if dist.is_initialized():
+            if completed:
+                dist.barrier()
             dist.destroy_process_group()
